@@ -1,0 +1,32 @@
+# The README's commands. `make demo` and `make test` each set up .venv first (idempotent).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.fgrpo-installed
+
+.PHONY: setup demo test lint bench clean
+
+$(STAMP): pyproject.toml constraints.txt scripts/install_system_deps.sh
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# CPU torch first, pinned: anything that lets pip choose pulls a multi-GB CUDA build.
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[test]"
+	bash scripts/install_system_deps.sh
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup
+	$(BIN)/fgrpo-verl demo-estimator
+
+test: setup
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info

@@ -1,0 +1,1 @@
+"""Sub-commands of ``fgrpo-verl`` (one module each)."""

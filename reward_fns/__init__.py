@@ -1,0 +1,1 @@
+"""Rule-based reward functions for verl (math, instruction following)."""
