@@ -71,6 +71,8 @@ def run_score(args: argparse.Namespace) -> int:
         workers=args.workers,
         timeout=args.timeout,
         batch_size=args.batch_size,
+        mode=args.mode,
+        scorer_kwargs=json.loads(args.scorer_kwargs) if args.scorer_kwargs else None,
     )
     print(summary.describe())
     return 0
@@ -169,6 +171,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     score.add_argument("--workers", type=int, default=None, help="scoring processes (default: cores - 1)")
     score.add_argument("--timeout", type=float, default=30.0, help="seconds per sample before it counts as wrong")
     score.add_argument("--batch-size", type=int, default=16, help="samples per worker task")
+    score.add_argument(
+        "--mode",
+        choices=("auto", "batch", "pool"),
+        default="auto",
+        help="batch: the scorer module's compute_score_batch (auto-selected if present); pool: process pool here",
+    )
+    score.add_argument(
+        "--scorer-kwargs", default=None, help="JSON passed to every call, e.g. '{\"timeout_seconds\": 10}'"
+    )
     score.set_defaults(func=_guarded(run_score))
 
     for name, help_text in (("report", "pass@k table, CIs and curves"), ("compare", "compare two runs")):

@@ -4,8 +4,16 @@ Every sample line of the input is scored with a verl-style ``compute_score(data_
 solution_str, ground_truth, extra_info)`` (default ``reward_fns:compute_score``) and one score
 line is appended to the output. Correctness is the result's ``acc``.
 
+Two ways to run the scorer (``mode``):
+* ``batch`` (chosen automatically when the scorer's module has ``compute_score_batch``, as
+  ``reward_fns`` does): the scorer's own batch API is called in this process on chunks of samples;
+  it parallelises and time-bounds the expensive checks itself (reward_fns: a warm pebble pool with
+  a per-call bound), so no second layer of processes is stacked on top of its pool.
+* ``pool``: any plain ``compute_score`` (e.g. verl's ``default_compute_score``) runs in a pebble
+  process pool built here, with the per-sample bound below.
+
 Safety:
-* Workers are processes (pebble), so a scorer that hangs is killed at ``timeout`` seconds and the
+* In ``pool`` mode workers are processes (pebble), so a scorer that hangs is killed at ``timeout`` seconds and the
   sample recorded as wrong with ``reason: "timeout"``; a dead worker is recorded as
   ``reason: "scorer_process_died"``. Samples are sent in small batches; a batch that times out is
   re-run one sample at a time so only the slow sample is affected.
@@ -19,6 +27,7 @@ Safety:
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -67,21 +76,12 @@ def load_scorer(spec: str) -> Callable[..., Any]:
 _worker_scorers: dict[str, Callable[..., Any]] = {}
 
 
-def _score_batch(spec: str, items: list[tuple[str, str, Any, Any]]) -> list[tuple[str, Any]]:
+def _score_batch(spec: str, items: list[tuple[str, str, Any, Any]], kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
     """Worker body: ``[("ok", result) | ("value_error", message) | ("error", message)]`` per item."""
     scorer = _worker_scorers.get(spec)
     if scorer is None:
         scorer = _worker_scorers[spec] = load_scorer(spec)
-    out: list[tuple[str, Any]] = []
-    for data_source, response, ground_truth, extra_info in items:
-        try:
-            result = scorer(data_source, response, ground_truth, extra_info)
-            out.append(("ok", _normalise(result)))
-        except ValueError as exc:
-            out.append(("value_error", str(exc)))
-        except Exception as exc:
-            out.append(("error", f"{type(exc).__name__}: {exc}"))
-    return out
+    return _score_batch_in_process(scorer, items, kwargs)
 
 
 def _normalise(result: Any) -> dict[str, Any]:
@@ -92,6 +92,44 @@ def _normalise(result: Any) -> dict[str, Any]:
         "score": float(result.get("score", float(bool(result["acc"])))),
         "reason": result.get("reason"),
     }
+
+
+def batch_function(spec: str) -> Callable[..., Any] | None:
+    """The scorer module's ``compute_score_batch`` if it has one (module specs only)."""
+    target = spec.rpartition(":")[0]
+    if target.endswith(".py"):
+        return None
+    function = getattr(importlib.import_module(target), "compute_score_batch", None)
+    return function if callable(function) else None
+
+
+def _score_with_batch_api(
+    batch_fn: Callable[..., Any],
+    single_fn: Callable[..., Any],
+    items: list[tuple[str, str, Any, Any]],
+    kwargs: dict[str, Any],
+) -> list[tuple[str, Any]]:
+    """One call for the chunk; if the scorer rejects it, score one by one to name the bad sample."""
+    columns = [list(column) for column in zip(*items, strict=True)]
+    try:
+        return [("ok", _normalise(result)) for result in batch_fn(*columns, **kwargs)]
+    except ValueError:
+        pass
+    return [_score_batch_in_process(single_fn, [item], kwargs)[0] for item in items]
+
+
+def _score_batch_in_process(
+    scorer: Callable[..., Any], items: list[tuple[str, str, Any, Any]], kwargs: dict[str, Any]
+) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for data_source, response, ground_truth, extra_info in items:
+        try:
+            out.append(("ok", _normalise(scorer(data_source, response, ground_truth, extra_info, **kwargs))))
+        except ValueError as exc:
+            out.append(("value_error", str(exc)))
+        except Exception as exc:
+            out.append(("error", f"{type(exc).__name__}: {exc}"))
+    return out
 
 
 @dataclass
@@ -140,8 +178,13 @@ def score_file(
     workers: int | None = None,
     timeout: float = 30.0,
     batch_size: int = 16,
+    mode: str = "auto",
+    scorer_kwargs: dict[str, Any] | None = None,
 ) -> ScoreSummary:
     """Score every not-yet-scored sample of ``samples_path`` into ``scores_path`` (appending).
+
+    ``scorer_kwargs`` are passed to every scorer call (like verl's ``custom_reward_function.reward_kwargs``);
+    ``timeout`` bounds each sample in ``pool`` mode (a batch-API scorer applies its own bound).
 
     Raises:
         EvalInputError: malformed input (file, line, field named); results before it are kept.
@@ -149,7 +192,12 @@ def score_file(
     """
     from pebble import ProcessPool
 
-    load_scorer(scorer)  # fail fast, in this process, on a bad --scorer
+    single_fn = load_scorer(scorer)  # fail fast, in this process, on a bad --scorer
+    if mode not in {"auto", "batch", "pool"}:
+        raise ScorerError(f"--mode must be auto, batch or pool, got {mode!r}")
+    batch_fn = batch_function(scorer) if mode != "pool" else None
+    if mode == "batch" and batch_fn is None:
+        raise ScorerError(f"--mode batch: the module of --scorer {scorer!r} has no compute_score_batch")
     samples_path, scores_path = Path(samples_path), Path(scores_path)
     scores_path.parent.mkdir(parents=True, exist_ok=True)
     done = _repair_and_load_done(scores_path)
@@ -157,19 +205,26 @@ def score_file(
     workers = workers or max(1, (os.cpu_count() or 2) - 1)
     window = max(1, workers) * 4  # batches in flight
 
-    with ProcessPool(max_workers=workers) as pool, scores_path.open("a", encoding="utf-8") as out:
+    kwargs = dict(scorer_kwargs or {})
+    if batch_fn is not None:
+        window, batch_size = 1, max(batch_size, 256)  # the scorer parallelises a chunk itself
+    pool_context = contextlib.nullcontext() if batch_fn is not None else ProcessPool(max_workers=workers)
+    with pool_context as pool, scores_path.open("a", encoding="utf-8") as out:
+
+        def results_of(batches: list[list[_Pending]]) -> list[list[tuple[str, Any]]]:
+            if batch_fn is not None:
+                return [_score_with_batch_api(batch_fn, single_fn, [p.item for p in b], kwargs) for b in batches]
+            futures = [
+                pool.schedule(_score_batch, args=(scorer, [p.item for p in b], kwargs), timeout=timeout * len(b))
+                for b in batches
+            ]
+            return [_collect(pool, scorer, b, f, timeout, kwargs) for b, f in zip(batches, futures, strict=True)]
 
         def write(batches: list[list[_Pending]]) -> None:
             """Score ``batches`` and append every usable result; then raise the first problem found."""
-            futures = [
-                pool.schedule(_score_batch, args=(scorer, [p.item for p in b]), timeout=timeout * len(b))
-                for b in batches
-            ]
             first_error: Exception | None = None
-            for batch, future in zip(batches, futures, strict=True):
-                for pending, (status, payload) in zip(
-                    batch, _collect(pool, scorer, batch, future, timeout), strict=True
-                ):
+            for batch, results in zip(batches, results_of(batches), strict=True):
+                for pending, (status, payload) in zip(batch, results, strict=True):
                     error = _result_error(pending.where, status, payload)
                     if error is not None:
                         first_error = first_error or error
@@ -243,7 +298,9 @@ def _result_error(where: str, status: str, payload: Any) -> Exception | None:
     return None
 
 
-def _collect(pool, scorer: str, batch: list[_Pending], future, timeout: float) -> list[tuple[str, Any]]:
+def _collect(
+    pool, scorer: str, batch: list[_Pending], future, timeout: float, kwargs: dict[str, Any]
+) -> list[tuple[str, Any]]:
     from pebble import ProcessExpired
 
     try:
@@ -257,6 +314,6 @@ def _collect(pool, scorer: str, batch: list[_Pending], future, timeout: float) -
     # Re-run one by one so only the sample at fault is marked.
     results = []
     for pending in batch:
-        single = pool.schedule(_score_batch, args=(scorer, [pending.item]), timeout=timeout)
-        results.extend(_collect(pool, scorer, [pending], single, timeout))
+        single = pool.schedule(_score_batch, args=(scorer, [pending.item], kwargs), timeout=timeout)
+        results.extend(_collect(pool, scorer, [pending], single, timeout, kwargs))
     return results

@@ -230,3 +230,43 @@ def test_write_report_without_plot(tmp_path):
     write_scores(tmp_path / "s.jsonl", {"x/0": (2, 1)})
     paths = write_report(passk_report([tmp_path / "s.jsonl"], max_k=2, n_resamples=10), tmp_path / "r", plot=False)
     assert [p.name for p in paths] == ["passk.json", "passk.md"]
+
+
+def test_default_scorer_is_reward_fns_through_its_batch_api(tmp_path):
+    """The real reward_fns (math-verify in its bounded pool) via compute_score_batch, with resume."""
+    rows = [
+        ("aime24/0", "aime24", "so the answer is \\boxed{204}", "204", True),
+        ("aime24/0", "aime24", "so the answer is \\boxed{205}", "204", False),
+        ("aime24/0", "aime24", "I give up", "204", False),
+        ("math500/7", "math500", "hence \\boxed{\\frac{\\sqrt{2}}{2}}", "\\frac{1}{\\sqrt{2}}", True),
+        ("math500/7", "math500", "hence \\boxed{0.5}", "\\frac{1}{2}", True),
+        ("math500/7", "math500", "hence \\boxed{3}", "", None),  # malformed ground truth (line 6)
+    ]
+    samples = tmp_path / "samples.jsonl"
+    counters: dict[str, int] = {}
+    with samples.open("w") as out:
+        for pid, source, response, truth, _ in rows:
+            index = counters[pid] = counters.get(pid, -1) + 1
+            record = {"problem_id": pid, "data_source": source, "sample_index": index, "response": response}
+            out.write(json.dumps(record | {"ground_truth": truth}) + "\n")
+    scores = tmp_path / "scores.jsonl"
+    with pytest.raises(
+        EvalInputError, match=r"samples\.jsonl:6: field 'ground_truth' .*reward_model\.ground_truth is empty"
+    ):
+        score_file(samples, scores)
+    written = {(r["problem_id"], r["sample_index"]): r for r in read_lines(scores)}
+    assert len(written) == 5
+    assert [written[(pid, i)]["acc"] for i, (pid, *_rest) in zip([0, 1, 2, 0, 1], rows[:5], strict=True)] == [
+        True,
+        False,
+        False,
+        True,
+        True,
+    ]
+    assert written[("aime24/0", 2)]["reason"] == "no_answer"
+
+    lines = samples.read_text().splitlines()
+    lines[5] = lines[5].replace('"ground_truth": ""', '"ground_truth": "3"')
+    samples.write_text("\n".join(lines) + "\n")
+    summary = score_file(samples, scores)
+    assert (summary.skipped, summary.scored, summary.correct) == (5, 1, 1)
