@@ -78,7 +78,13 @@ def _check_inputs(token_level_rewards: torch.Tensor, response_mask: torch.Tensor
         raise FocalInputError(
             f"uid has {index.shape[0]} entries but the batch has {token_level_rewards.shape[0]} responses"
         )
-    finite = torch.isfinite(token_level_rewards).all(dim=-1)
+    return index
+
+
+def _check_finite(scores: torch.Tensor, index: np.ndarray) -> None:
+    # Checked on the per-response sums: a NaN or inf token makes its sum non-finite, and this
+    # costs O(B) instead of another pass over the (B, T) tensor.
+    finite = torch.isfinite(scores)
     if not bool(finite.all()):
         bad = torch.nonzero(~finite).flatten()[:5].tolist()
         uids = [str(index[i]) for i in bad]
@@ -86,7 +92,6 @@ def _check_inputs(token_level_rewards: torch.Tensor, response_mask: torch.Tensor
             f"token_level_rewards contain NaN or inf in {int((~finite).sum())} responses "
             f"(rows {bad}, uid {uids}); check the reward function for these prompts"
         )
-    return index
 
 
 def _group_ids(index: np.ndarray, device: torch.device) -> torch.Tensor:
@@ -125,6 +130,7 @@ def compute_focal_advantage(
     index = _check_inputs(token_level_rewards, response_mask, index)
     with torch.no_grad():
         scores = token_level_rewards.sum(dim=-1)
+        _check_finite(scores, index)
         correct = scores >= settings.success_threshold - SCORE_TOLERANCE
         result = focal_advantage(
             scores,

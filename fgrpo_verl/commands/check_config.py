@@ -7,6 +7,10 @@ import sys
 
 
 def run(args: argparse.Namespace) -> int:
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from fgrpo_verl.plugin import PluginLoadError
     from fgrpo_verl.settings import FocalConfigError
     from fgrpo_verl.startup_check import validate_focal_config
     from fgrpo_verl.verl_config import compose_verl_config, validate_verl_config
@@ -15,7 +19,14 @@ def run(args: argparse.Namespace) -> int:
         config = compose_verl_config(args.overrides, config_name=args.config_name)
         validate_verl_config(config)
         settings = validate_focal_config(config)
-    except (FocalConfigError, AssertionError, ValueError) as exc:
+    except (
+        FocalConfigError,
+        PluginLoadError,
+        HydraException,
+        OmegaConfBaseException,
+        AssertionError,
+        ValueError,
+    ) as exc:
         print(f"config rejected: {exc}", file=sys.stderr)
         return 2
     print(f"config OK: algorithm.adv_estimator={config.algorithm.adv_estimator}")
