@@ -67,10 +67,12 @@ def pass_at_k(n: ArrayLike, c: ArrayLike, k: ArrayLike) -> np.ndarray:
     # C(n-c, k) = 0 when n - c < k: every k-subset holds a correct sample.
     always = wrong < k_arr
     log_ratio = np.zeros(n_arr.shape, dtype=np.longdouble)
-    for k in np.unique(k_arr):
-        rows = (k_arr == k) & ~always
+    # One prefix table per distinct k (the grid has few); a scalar k needs no grouping pass.
+    k_values = [int(np.asarray(k))] if np.ndim(k) == 0 else np.unique(k_arr).tolist()
+    for k_value in k_values:
+        rows = ~always if len(k_values) == 1 else (k_arr == k_value) & ~always
         if rows.any():
-            prefix = _log_ratio_prefix(int(k), int(n_arr[rows].max()))
+            prefix = _log_ratio_prefix(k_value, int(n_arr[rows].max()))
             log_ratio[rows] = prefix[n_arr[rows]] - prefix[wrong[rows]]
     result = (-np.expm1(log_ratio)).astype(np.float64)
     result = np.where(always, 1.0, result)

@@ -140,13 +140,14 @@ def paired_subsample_test(
         raise ValueError(f"k must not exceed m={m} in the subsampling test, got k={too_big}")
     problems = n_a.size
     rng = np.random.default_rng(seed)
+    tables = [pass_at_k(m, np.arange(m + 1), k) for k in ks]
     deltas: dict[int, list[np.ndarray]] = {int(k): [] for k in ks}
     for rows in _chunks(n_resamples, problems):
         sub_a = rng.hypergeometric(c_a, n_a - c_a, m, size=(rows, problems))
         sub_b = rng.hypergeometric(c_b, n_b - c_b, m, size=(rows, problems))
         weights = _problem_weights(rng, rows, problems) if resample_problems else np.ones((rows, problems))
-        for k in ks:
-            diff = pass_at_k(m, sub_a, k) - pass_at_k(m, sub_b, k)
+        for k, table in zip(ks, tables, strict=True):
+            diff = table[sub_a] - table[sub_b]  # pass@k of an m-subset depends only on its correct count
             deltas[int(k)].append((diff * weights).sum(axis=1) / problems)
     curve_a = pass_at_k_curve(n_a, c_a, ks).mean(axis=1)
     curve_b = pass_at_k_curve(n_b, c_b, ks).mean(axis=1)
