@@ -119,9 +119,12 @@ def run_compare(args: argparse.Namespace) -> int:
 
 def _guarded(fn):
     def run(args: argparse.Namespace) -> int:
+        from fgrpo_verl.evaluation.generation import VLLMUnavailableError
+        from fgrpo_verl.evaluation.scoring import ScorerError
+
         try:
             return fn(args)
-        except EvalInputError as exc:
+        except (EvalInputError, ScorerError, VLLMUnavailableError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
 

@@ -40,6 +40,10 @@ PAPER_SYSTEM_PROMPT = "Please reason step by step, and put your final answer wit
 _WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.safetensors.index.json", "*.bin.index.json")
 
 
+class VLLMUnavailableError(RuntimeError):
+    """vLLM cannot be imported here (CPU machine, or not installed)."""
+
+
 @dataclass(frozen=True)
 class ResolvedModel:
     weights: Path
@@ -249,7 +253,7 @@ def build_vllm_engine(
     try:
         from vllm import LLM
     except ImportError as exc:
-        raise RuntimeError(
+        raise VLLMUnavailableError(
             "the generation stage needs vLLM on a GPU machine (pip install vllm, or use verl's GPU image); "
             "the score/report/compare stages run without it"
         ) from exc

@@ -15,7 +15,7 @@ import numpy as np
 
 from fgrpo_verl.evaluation.passk import default_ks
 from fgrpo_verl.evaluation.records import EvalInputError, ProblemCounts, check_enough_samples, load_score_counts
-from fgrpo_verl.evaluation.stats import bootstrap_ci, paired_subsample_test
+from fgrpo_verl.evaluation.stats import bootstrap_ci, macro_average_test, paired_subsample_test
 
 PathList = list[str | os.PathLike]
 
@@ -197,28 +197,17 @@ def compare_runs(
     ks = sorted({int(k) for k in ks})
     check_enough_samples(tables_a, m, what="m")
     check_enough_samples(tables_b, m, what="m")
+    options = {"m": m, "n_resamples": n_resamples, "confidence": confidence, "resample_problems": resample_problems}
     benchmarks = {}
-    for data_source in sorted(aligned):
-        results = paired_subsample_test(
-            *aligned[data_source],
-            ks,
-            m=m,
-            n_resamples=n_resamples,
-            confidence=confidence,
-            resample_problems=resample_problems,
-            seed=seed,
-        )
+    for index, data_source in enumerate(sorted(aligned)):
+        results = paired_subsample_test(*aligned[data_source], ks, seed=(seed, index), **options)
         benchmarks[data_source] = {
             "problems": int(aligned[data_source][0].size),
             "results": {str(r.k): r.to_dict() for r in results},
         }
-    average = {
-        str(k): {
-            side: float(np.mean([b["results"][str(k)][side] for b in benchmarks.values()]))
-            for side in ("pass_a", "pass_b", "delta")
-        }
-        for k in ks
-    }
+    # Same seed streams as above, so the average's resamples are the means of the benchmarks' ones.
+    average_results = macro_average_test([aligned[name] for name in sorted(aligned)], ks, seed=seed, **options)
+    average = {str(r.k): r.to_dict() for r in average_results}
     return {
         "labels": list(labels),
         "ks": ks,
@@ -253,19 +242,14 @@ def comparison_markdown(result: dict[str, Any]) -> str:
     for name, bench in result["benchmarks"].items():
         lines.append(f"| {name} | " + " | ".join(cell(bench["results"][str(k)]) for k in ks) + " |")
     if len(result["benchmarks"]) > 1:
-        avg = result["average"]
-        lines.append(
-            "| average | "
-            + " | ".join(
-                f"{_pct(avg[str(k)]['pass_a'])} vs {_pct(avg[str(k)]['pass_b'])} ({100 * avg[str(k)]['delta']:+.1f})"
-                for k in ks
-            )
-            + " |"
-        )
+        lines.append("| average | " + " | ".join(cell(result["average"][str(k)]) for k in ks) + " |")
     lines += ["", "| benchmark | k | delta | CI | p |", "|---|---:|---:|---|---:|"]
-    for name, bench in result["benchmarks"].items():
+    detail = [(name, bench["results"]) for name, bench in result["benchmarks"].items()]
+    if len(result["benchmarks"]) > 1:
+        detail.append(("average", result["average"]))
+    for name, cells in detail:
         for k in ks:
-            r = bench["results"][str(k)]
+            r = cells[str(k)]
             lines.append(
                 f"| {name} | {k} | {100 * r['delta']:+.2f}{r['mark']} | "
                 f"[{100 * r['ci_low']:+.2f}, {100 * r['ci_high']:+.2f}] | {r['p_value']:.4f} |"

@@ -113,7 +113,7 @@ def _score_with_batch_api(
     columns = [list(column) for column in zip(*items, strict=True)]
     try:
         return [("ok", _normalise(result)) for result in batch_fn(*columns, **kwargs)]
-    except ValueError:
+    except Exception:  # rejected (ValueError) or broken: find the sample at fault one by one
         pass
     return [_score_batch_in_process(single_fn, [item], kwargs)[0] for item in items]
 

@@ -102,6 +102,68 @@ def bootstrap_ci(
     return {int(k): Interval(float(estimate[i]), float(low[i]), float(high[i])) for i, k in enumerate(ks)}
 
 
+def _check_paired(arrays: list[np.ndarray], ks: list[int], m: int) -> None:
+    n_a, _, n_b, _ = arrays
+    if len({a.shape for a in arrays}) != 1:
+        raise ValueError(f"runs must cover the same problems: shapes {[a.shape for a in arrays]}")
+    if m < 1 or m > int(n_a.min()) or m > int(n_b.min()):
+        raise ValueError(
+            f"m={m} must be between 1 and the smallest samples-per-problem count "
+            f"(run A: {int(n_a.min())}, run B: {int(n_b.min())}); lower --m or generate more samples"
+        )
+    too_big = [k for k in ks if k > m]
+    if too_big:
+        raise ValueError(f"k must not exceed m={m} in the subsampling test, got k={too_big}")
+
+
+def subsample_differences(
+    n_a: np.ndarray,
+    c_a: np.ndarray,
+    n_b: np.ndarray,
+    c_b: np.ndarray,
+    ks: list[int],
+    m: int = 256,
+    n_resamples: int = 1000,
+    resample_problems: bool = True,
+    seed: int | tuple[int, ...] = 0,
+) -> dict[int, np.ndarray]:
+    """The resampled differences of mean pass@k (A - B), ``n_resamples`` per k (see module doc)."""
+    arrays = [np.atleast_1d(np.asarray(x, dtype=np.int64)) for x in (n_a, c_a, n_b, c_b)]
+    _check_paired(arrays, ks, m)
+    n_a, c_a, n_b, c_b = arrays
+    problems = n_a.size
+    rng = np.random.default_rng(seed)
+    # pass@k of an m-subset depends only on its correct count: one lookup table per k.
+    tables = [pass_at_k(m, np.arange(m + 1), k) for k in ks]
+    deltas: dict[int, list[np.ndarray]] = {int(k): [] for k in ks}
+    for rows in _chunks(n_resamples, problems):
+        sub_a = rng.hypergeometric(c_a, n_a - c_a, m, size=(rows, problems))
+        sub_b = rng.hypergeometric(c_b, n_b - c_b, m, size=(rows, problems))
+        weights = _problem_weights(rng, rows, problems) if resample_problems else np.ones((rows, problems))
+        for k, table in zip(ks, tables, strict=True):
+            deltas[int(k)].append(((table[sub_a] - table[sub_b]) * weights).sum(axis=1) / problems)
+    return {k: np.concatenate(parts) for k, parts in deltas.items()}
+
+
+def summarise_difference(
+    k: int, pass_a: float, pass_b: float, distribution: np.ndarray, confidence: float = 0.95
+) -> PairedComparison:
+    """Percentile CI and two-sided Monte-Carlo p-value of a resampled difference distribution."""
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(distribution, [alpha, 1 - alpha])
+    below = (1 + np.count_nonzero(distribution <= 0)) / (distribution.size + 1)
+    above = (1 + np.count_nonzero(distribution >= 0)) / (distribution.size + 1)
+    return PairedComparison(
+        k=int(k),
+        pass_a=float(pass_a),
+        pass_b=float(pass_b),
+        delta=float(pass_a - pass_b),
+        ci_low=float(low),
+        ci_high=float(high),
+        p_value=float(min(1.0, 2 * min(below, above))),
+    )
+
+
 def paired_subsample_test(
     n_a: np.ndarray,
     c_a: np.ndarray,
@@ -112,7 +174,7 @@ def paired_subsample_test(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     resample_problems: bool = True,
-    seed: int = 0,
+    seed: int | tuple[int, ...] = 0,
 ) -> list[PairedComparison]:
     """Paired m-out-of-n subsampling test of pass@k(A) - pass@k(B) on the same, aligned problems.
 
@@ -126,47 +188,41 @@ def paired_subsample_test(
     Raises:
         ValueError: misaligned inputs, m larger than some problem's n, or k > m.
     """
-    arrays = [np.atleast_1d(np.asarray(x, dtype=np.int64)) for x in (n_a, c_a, n_b, c_b)]
-    n_a, c_a, n_b, c_b = arrays
-    if len({a.shape for a in arrays}) != 1:
-        raise ValueError(f"runs must cover the same problems: shapes {[a.shape for a in arrays]}")
-    if m < 1 or m > int(n_a.min()) or m > int(n_b.min()):
-        raise ValueError(
-            f"m={m} must be between 1 and the smallest samples-per-problem count "
-            f"(run A: {int(n_a.min())}, run B: {int(n_b.min())}); lower --m or generate more samples"
-        )
-    too_big = [k for k in ks if k > m]
-    if too_big:
-        raise ValueError(f"k must not exceed m={m} in the subsampling test, got k={too_big}")
-    problems = n_a.size
-    rng = np.random.default_rng(seed)
-    tables = [pass_at_k(m, np.arange(m + 1), k) for k in ks]
-    deltas: dict[int, list[np.ndarray]] = {int(k): [] for k in ks}
-    for rows in _chunks(n_resamples, problems):
-        sub_a = rng.hypergeometric(c_a, n_a - c_a, m, size=(rows, problems))
-        sub_b = rng.hypergeometric(c_b, n_b - c_b, m, size=(rows, problems))
-        weights = _problem_weights(rng, rows, problems) if resample_problems else np.ones((rows, problems))
-        for k, table in zip(ks, tables, strict=True):
-            diff = table[sub_a] - table[sub_b]  # pass@k of an m-subset depends only on its correct count
-            deltas[int(k)].append((diff * weights).sum(axis=1) / problems)
+    distributions = subsample_differences(n_a, c_a, n_b, c_b, ks, m, n_resamples, resample_problems, seed)
     curve_a = pass_at_k_curve(n_a, c_a, ks).mean(axis=1)
     curve_b = pass_at_k_curve(n_b, c_b, ks).mean(axis=1)
-    alpha = (1 - confidence) / 2
-    results = []
-    for i, k in enumerate(ks):
-        dist = np.concatenate(deltas[int(k)])
-        low, high = np.quantile(dist, [alpha, 1 - alpha])
-        below = (1 + np.count_nonzero(dist <= 0)) / (dist.size + 1)
-        above = (1 + np.count_nonzero(dist >= 0)) / (dist.size + 1)
-        results.append(
-            PairedComparison(
-                k=int(k),
-                pass_a=float(curve_a[i]),
-                pass_b=float(curve_b[i]),
-                delta=float(curve_a[i] - curve_b[i]),
-                ci_low=float(low),
-                ci_high=float(high),
-                p_value=float(min(1.0, 2 * min(below, above))),
-            )
-        )
-    return results
+    return [
+        summarise_difference(k, curve_a[i], curve_b[i], distributions[int(k)], confidence) for i, k in enumerate(ks)
+    ]
+
+
+def macro_average_test(
+    benchmarks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+    ks: list[int],
+    m: int = 256,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    resample_problems: bool = True,
+    seed: int = 0,
+) -> list[PairedComparison]:
+    """The same test for the unweighted mean over benchmarks (the paper's "average" column).
+
+    Benchmarks are resampled independently (own seed stream each); the i-th resample of the
+    average is the mean of the benchmarks' i-th resampled differences.
+    """
+    if not benchmarks:
+        raise ValueError("macro_average_test needs at least one benchmark")
+    sums = {int(k): np.zeros(n_resamples) for k in ks}
+    pass_a = np.zeros(len(ks))
+    pass_b = np.zeros(len(ks))
+    for index, (n_a, c_a, n_b, c_b) in enumerate(benchmarks):
+        dists = subsample_differences(n_a, c_a, n_b, c_b, ks, m, n_resamples, resample_problems, (seed, index))
+        for k in ks:
+            sums[int(k)] += dists[int(k)]
+        pass_a += pass_at_k_curve(n_a, c_a, ks).mean(axis=1)
+        pass_b += pass_at_k_curve(n_b, c_b, ks).mean(axis=1)
+    count = len(benchmarks)
+    return [
+        summarise_difference(k, pass_a[i] / count, pass_b[i] / count, sums[int(k)] / count, confidence)
+        for i, k in enumerate(ks)
+    ]

@@ -205,7 +205,7 @@ def test_generate_writes_samples_and_resumes(tmp_path):
 def test_sampling_settings_validation_and_vllm_absent_message(tmp_path):
     with pytest.raises(EvalInputError, match="--top-p is out of range"):
         gen.SamplingSettings(top_p=0)
-    with pytest.raises(RuntimeError, match="needs vLLM on a GPU machine"):
+    with pytest.raises(gen.VLLMUnavailableError, match="needs vLLM on a GPU machine"):
         gen.build_vllm_engine(gen.ResolvedModel(tmp_path, tmp_path, "test"))
 
 

@@ -196,6 +196,8 @@ def test_compare_two_runs_marks_significant_differences(tmp_path):
     rates = rng.beta(0.4, 2.0, size=60)
     strong = {f"bench/{i}": (64, int(rng.binomial(64, min(1.0, r * 2 + 0.05)))) for i, r in enumerate(rates)}
     weak = {f"bench/{i}": (64, int(rng.binomial(64, r))) for i, r in enumerate(rates)}
+    for i in range(20):  # a second benchmark where the runs are alike
+        strong[f"other/{i}"] = weak[f"other/{i}"] = (64, 10 + i)
     write_scores(tmp_path / "a.jsonl", strong)
     write_scores(tmp_path / "b.jsonl", dict(reversed(list(weak.items()))))  # order must not matter
     result = compare_runs(
@@ -203,13 +205,17 @@ def test_compare_two_runs_marks_significant_differences(tmp_path):
     )
     assert result["ks"] == [1, 2, 4, 8, 16, 32]
     cell = result["benchmarks"]["bench"]["results"]["1"]
-    assert cell["delta"] == pytest.approx(
-        np.mean([strong[p][1] / 64 for p in strong]) - np.mean([weak[p][1] / 64 for p in weak])
-    )
+    bench = [p for p in strong if p.startswith("bench/")]
+    assert cell["delta"] == pytest.approx(np.mean([(strong[p][1] - weak[p][1]) / 64 for p in bench]))
     assert cell["mark"] in {"*", "**", "***"} and cell["p_value"] < 0.05
+    same = result["benchmarks"]["other"]["results"]["8"]
+    assert same["delta"] == 0 and same["mark"] == ""
+    average = result["average"]["8"]
+    assert average["delta"] == pytest.approx(result["benchmarks"]["bench"]["results"]["8"]["delta"] / 2)
+    assert average["ci_low"] <= average["delta"] <= average["ci_high"]
     paths = write_comparison(result, tmp_path / "cmp")
     markdown = (tmp_path / "cmp" / "compare.md").read_text()
-    assert "F-GRPO vs GRPO" in markdown and "***" in markdown
+    assert "F-GRPO vs GRPO" in markdown and "***" in markdown and "| average |" in markdown
     assert paths[-1].read_bytes()[:4] == b"\x89PNG"
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fgrpo_verl.evaluation.passk import pass_at_k
-from fgrpo_verl.evaluation.stats import bootstrap_ci, paired_subsample_test, significance_mark
+from fgrpo_verl.evaluation.stats import bootstrap_ci, macro_average_test, paired_subsample_test, significance_mark
 
 
 def simulate_counts(rates: np.ndarray, n: int, seed: int) -> np.ndarray:
@@ -78,3 +78,18 @@ def test_subsample_test_rejects_bad_arguments():
 
 def test_significance_marks():
     assert [significance_mark(p) for p in (0.0005, 0.005, 0.02, 0.2)] == ["***", "**", "*", ""]
+
+
+def test_macro_average_of_one_benchmark_is_that_benchmark_and_of_two_is_their_mean():
+    rng = np.random.default_rng(3)
+    n = np.full(40, 32)
+    first = (n, rng.binomial(32, 0.4, size=40), n, rng.binomial(32, 0.2, size=40))
+    second = (n, rng.binomial(32, 0.3, size=40), n, rng.binomial(32, 0.3, size=40))
+    alone = paired_subsample_test(*first, [1, 8], m=16, n_resamples=300, seed=(5, 0))
+    (avg1, avg8) = macro_average_test([first], [1, 8], m=16, n_resamples=300, seed=5)
+    assert avg1 == alone[0] and avg8 == alone[1]
+    both = macro_average_test([first, second], [1, 8], m=16, n_resamples=300, seed=5)
+    other = paired_subsample_test(*second, [1, 8], m=16, n_resamples=300, seed=(5, 1))
+    for i in range(2):
+        assert both[i].delta == pytest.approx((alone[i].delta + other[i].delta) / 2)
+        assert both[i].ci_low <= both[i].delta <= both[i].ci_high
