@@ -230,3 +230,7 @@ def test_command_line_dry_run_renders_from_a_verl_checkpoint(tmp_path):
 
     bad = subprocess.run([*cmd[:-1], "--top-p", "1.5"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--top-p is out of range" in bad.stderr
+    # the real run stops where the GPU is needed, with a clear message and nothing written
+    real = subprocess.run(cmd[:-1], capture_output=True, text=True, timeout=120)
+    assert real.returncode == 2 and "needs vLLM on a GPU machine" in real.stderr
+    assert not (tmp_path / "s.jsonl").exists()
