@@ -83,7 +83,7 @@ def run_report(args: argparse.Namespace) -> int:
 
     report = passk_report(
         args.scores,
-        max_k=args.max_k,
+        max_k=args.max_k or None,
         ks=args.ks,
         n_resamples=args.resamples,
         confidence=args.confidence,
@@ -91,6 +91,8 @@ def run_report(args: argparse.Namespace) -> int:
     )
     paths = write_report(report, args.out_dir, plot=not args.no_plot)
     print(report_markdown(report))
+    for warning in report["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
     print("wrote " + ", ".join(map(str, paths)), file=sys.stderr)
     return 0
 
@@ -102,7 +104,7 @@ def run_compare(args: argparse.Namespace) -> int:
         args.a,
         args.b,
         labels=(args.label_a, args.label_b),
-        max_k=args.max_k,
+        max_k=args.max_k or None,
         ks=args.ks,
         m=args.m,
         n_resamples=args.resamples,
@@ -202,7 +204,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             stage.add_argument("--data-source", nargs="+", default=None, help="only these benchmarks")
             stage.set_defaults(func=_guarded(run_compare))
         stage.add_argument("--out-dir", required=True)
-        stage.add_argument("--max-k", type=int, default=256, help="largest k of the 1, 2, 4, ... grid")
+        stage.add_argument(
+            "--max-k",
+            type=int,
+            default=256,
+            help="largest k of the 1, 2, 4, ... grid (0: the largest every problem supports)",
+        )
         stage.add_argument("--ks", type=_ks, default=None, help="explicit k list, e.g. 1,8,64 (overrides --max-k)")
         stage.add_argument("--confidence", type=float, default=0.95)
         stage.add_argument("--seed", type=int, default=0)

@@ -56,6 +56,12 @@ def passk_report(
             "pass_at_k": {str(k): vars(intervals[k]) for k in ks},
         }
     average = {str(k): float(np.mean([b["pass_at_k"][str(k)]["estimate"] for b in benchmarks.values()])) for k in ks}
+    warnings = [
+        f"{name}: samples per problem range from {b['samples_per_problem']['min']} to "
+        f"{b['samples_per_problem']['max']}; if scoring was interrupted, rerun the score stage to complete it"
+        for name, b in benchmarks.items()
+        if b["samples_per_problem"]["min"] != b["samples_per_problem"]["max"]
+    ]
     return {
         "ks": ks,
         "confidence": confidence,
@@ -64,6 +70,7 @@ def passk_report(
         "sources": [os.fspath(p) for p in score_paths],
         "benchmarks": benchmarks,
         "average": average,
+        "warnings": warnings,
     }
 
 
@@ -85,6 +92,7 @@ def report_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {name} | {bench['problems']} | {cells} |")
     if len(report["benchmarks"]) > 1:
         lines.append("| average | | " + " | ".join(_pct(report["average"][str(k)]) for k in ks) + " |")
+    lines += [f"\n**Warning:** {warning}" for warning in report.get("warnings", [])]
     lines += ["", f"{level}% bootstrap intervals over problems ({report['bootstrap_resamples']} resamples):", ""]
     lines += ["| benchmark | " + " | ".join(f"pass@{k}" for k in ks) + " |", "|---|" + "---:|" * len(ks)]
     for name, bench in report["benchmarks"].items():

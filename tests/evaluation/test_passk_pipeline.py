@@ -167,7 +167,11 @@ def test_report_rejects_too_few_samples_naming_file_line_field(tmp_path, boxed_s
         match=rf"scores\.jsonl:{first_line_of_aime1}: problem 'aime/1' .* 4 scored samples \(field 'sample_index'\)",
     ):
         passk_report([scores], max_k=8)
-    assert passk_report([scores], max_k=None, n_resamples=10)["ks"] == [1, 2, 4]
+    ragged = passk_report([scores], max_k=None, n_resamples=10)
+    assert ragged["ks"] == [1, 2, 4]
+    assert ragged["warnings"] == [
+        "aime: samples per problem range from 4 to 8; if scoring was interrupted, rerun the score stage to complete it"
+    ]
 
 
 def test_report_rejects_duplicate_scores(tmp_path):
