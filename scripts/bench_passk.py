@@ -8,6 +8,8 @@ Rows:
                 vs exact big-integer math.comb per (problem, k) (the textbook formula, no overflow in Python)
   bootstrap     bootstrap_ci, 2000 resamples over problems
   subsampling   paired_subsample_test, m = 256, 1000 resamples, problems resampled
+  scoring       (--scoring N) score_file on N math samples with reward_fns through its batch API
+                vs a plain loop of reward_fns.compute_score calls (one sample at a time)
   validation    verl's process_validation_metrics on a validation set (n = 16 per prompt)
                 vs the unbiased pass@k the plugin adds to it (its whole overhead)
 """
@@ -45,11 +47,45 @@ def exact_curve(n: np.ndarray, c: np.ndarray, ks: list[int]) -> np.ndarray:
     return out
 
 
+def bench_scoring(count: int, rng: np.random.Generator) -> list[tuple[str, float, str]]:
+    import json
+    import tempfile
+
+    from fgrpo_verl.evaluation.scoring import score_file
+
+    answers = ["204", "\\frac{1}{2}", "\\sqrt{2}/2", "3\\pi", "(1, 2]"]
+    responses = ["\\boxed{204}", "\\boxed{0.5}", "\\boxed{\\frac{\\sqrt{2}}{2}}", "\\boxed{3\\pi}", "\\boxed{(1,2]}"]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        samples = Path(tmp) / "samples.jsonl"
+        with samples.open("w") as out:
+            for i in range(count):
+                j = int(rng.integers(len(answers)))
+                response = "... so " + (responses[j] if rng.random() < 0.6 else "\\boxed{7}")
+                record = {"problem_id": f"math500/{i // 16}", "data_source": "math500", "sample_index": i % 16}
+                out.write(json.dumps(record | {"response": response, "ground_truth": answers[j]}) + "\n")
+        import reward_fns
+
+        lines = [json.loads(line) for line in samples.read_text().splitlines()]
+        start = time.perf_counter()
+        for r in lines:
+            reward_fns.compute_score(r["data_source"], r["response"], r["ground_truth"])
+        loop = time.perf_counter() - start  # also warms reward_fns' pool for the timed run below
+        start = time.perf_counter()
+        summary = score_file(samples, Path(tmp) / "scores.jsonl")
+        batch = time.perf_counter() - start
+        assert summary.scored == count
+        rows.append((f"score {count} math samples (batch API)", batch, f"{count / batch:.0f} samples/s"))
+        rows.append(("  baseline: loop of compute_score calls", loop, f"{count / loop:.0f} samples/s"))
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--problems", type=int, default=500)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-verl", action="store_true", help="skip the verl validation rows")
+    parser.add_argument("--scoring", type=int, default=0, help="also time scoring of this many samples")
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
@@ -73,6 +109,9 @@ def main() -> int:
             "",
         )
     )
+
+    if args.scoring:
+        rows += bench_scoring(args.scoring, rng)
 
     if not args.skip_verl:
         import verl  # noqa: F401 -- loads the plugin

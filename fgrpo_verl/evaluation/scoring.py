@@ -195,9 +195,15 @@ def score_file(
     single_fn = load_scorer(scorer)  # fail fast, in this process, on a bad --scorer
     if mode not in {"auto", "batch", "pool"}:
         raise ScorerError(f"--mode must be auto, batch or pool, got {mode!r}")
-    batch_fn = batch_function(scorer) if mode != "pool" else None
+    batch_fn = batch_function(scorer)
     if mode == "batch" and batch_fn is None:
         raise ScorerError(f"--mode batch: the module of --scorer {scorer!r} has no compute_score_batch")
+    if mode == "pool" and batch_fn is not None:
+        # Such scorers (reward_fns) run their own process pool, which cannot start inside a pool worker.
+        raise ScorerError(
+            f"--mode pool: the module of --scorer {scorer!r} has compute_score_batch and manages its own "
+            "worker processes; use --mode batch (the default picks it)"
+        )
     samples_path, scores_path = Path(samples_path), Path(scores_path)
     scores_path.parent.mkdir(parents=True, exist_ok=True)
     done = _repair_and_load_done(scores_path)

@@ -280,3 +280,11 @@ def test_default_scorer_is_reward_fns_through_its_batch_api(tmp_path):
     samples.write_text("\n".join(lines) + "\n")
     summary = score_file(samples, scores)
     assert (summary.skipped, summary.scored, summary.correct) == (5, 1, 1)
+
+
+def test_pool_mode_refuses_a_scorer_with_its_own_pool(tmp_path):
+    samples = tmp_path / "samples.jsonl"
+    write_samples(samples, make_outcomes({"aime24/0": (2, 1)}), data_source_of=lambda pid: "aime24")
+    with pytest.raises(ScorerError, match="manages its own worker processes; use --mode batch"):
+        score_file(samples, tmp_path / "scores.jsonl", mode="pool")
+    assert not (tmp_path / "scores.jsonl").exists()
