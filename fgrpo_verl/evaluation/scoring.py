@@ -13,10 +13,11 @@ Two ways to run the scorer (``mode``):
   process pool built here, with the per-sample bound below.
 
 Safety:
-* In ``pool`` mode workers are processes (pebble), so a scorer that hangs is killed at ``timeout`` seconds and the
-  sample recorded as wrong with ``reason: "timeout"``; a dead worker is recorded as
-  ``reason: "scorer_process_died"``. Samples are sent in small batches; a batch that times out is
-  re-run one sample at a time so only the slow sample is affected.
+* In ``pool`` mode workers are processes (pebble), so a scorer that hangs is killed at ``timeout``
+  seconds and the sample recorded as wrong with ``reason: "timeout"``; a dead worker is recorded
+  as ``reason: "scorer_process_died"``. Samples are sent in small batches; a batch that times out
+  is re-run one sample at a time so only the slow sample is affected. A scorer with its own pool
+  (reward_fns) cannot run inside these workers and is refused in ``pool`` mode.
 * Results are appended and flushed (fsync) batch by batch, in input order. A rerun skips every
   sample already in the output, so an interrupted run resumes where it stopped; a torn last line
   (crash during a write) is cut off and rescored.
