@@ -8,6 +8,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fgrpo_verl.evaluation.passk import default_ks, mean_pass_at_k, pass_at_k, pass_at_k_curve
 
@@ -95,3 +97,17 @@ def test_default_ks_is_the_paper_grid():
     assert default_ks(256) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
     assert default_ks(300) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
     assert default_ks(1) == [1]
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_property_exact_and_monotone_for_any_n_up_to_4096(data):
+    n = data.draw(st.integers(1, 4096))
+    c = data.draw(st.integers(0, n))
+    k = data.draw(st.integers(1, n))
+    value = float(pass_at_k(n, c, k))
+    assert value == pytest.approx(float(exact_pass_at_k(n, c, k)), rel=1e-9, abs=1e-12)
+    if k < n:
+        assert float(pass_at_k(n, c, k + 1)) >= value - 1e-15  # more tries never hurt
+    if c < n:
+        assert float(pass_at_k(n, c + 1, k)) >= value - 1e-15  # more correct samples never hurt
