@@ -31,7 +31,8 @@ def run_generate(args: argparse.Namespace) -> int:
     if args.tensor_parallel_size < 1:
         raise EvalInputError(f"--tensor-parallel-size must be >= 1, got {args.tensor_parallel_size}")
     model = gen.resolve_model_path(args.model)
-    problems = gen.load_problems(args.data, limit=args.limit)
+    shard = gen.parse_shard(args.shard) if args.shard else None
+    problems = gen.select_shard(gen.load_problems(args.data, limit=args.limit), shard)
     tokenizer = None
     if not args.plain_prompt:
         from transformers import AutoTokenizer
@@ -166,6 +167,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--plain-prompt", action="store_true", help="skip the chat template: plain role: content text")
     gen.add_argument("--trust-remote-code", action="store_true")
     gen.add_argument("--limit", type=int, default=None, help="first N problems only")
+    gen.add_argument(
+        "--shard", default=None, help="INDEX/COUNT: every COUNT-th problem from INDEX (one shard per GPU group)"
+    )
     gen.add_argument("--dry-run", action="store_true", help="resolve the model, render the first prompt, stop")
     gen.set_defaults(func=_guarded(run_generate))
 

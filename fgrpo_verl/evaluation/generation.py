@@ -180,6 +180,25 @@ def load_problems(paths: list[str | os.PathLike], limit: int | None = None) -> l
     return problems
 
 
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"i/N"`` -> (i, N) with 0 <= i < N: this process generates every N-th problem starting at i."""
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise EvalInputError(f"--shard must look like INDEX/COUNT (e.g. 0/4), got {text!r}") from None
+    if not 0 <= index < count:
+        raise EvalInputError(f"--shard {text!r}: need 0 <= INDEX < COUNT")
+    return index, count
+
+
+def select_shard(problems: list[Problem], shard: tuple[int, int] | None) -> list[Problem]:
+    """Data-parallel split: run one shard per GPU group, each to its own --output; score/report read all."""
+    if shard is None:
+        return problems
+    index, count = shard
+    return problems[index::count]
+
+
 def with_system_prompt(messages: list[dict[str, str]], system_prompt: str | None) -> list[dict[str, str]]:
     """Prepend ``system_prompt`` unless it is empty or the chat already starts with a system message."""
     if not system_prompt or (messages and messages[0]["role"] == "system"):

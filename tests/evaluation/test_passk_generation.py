@@ -202,6 +202,17 @@ def test_generate_writes_samples_and_resumes(tmp_path):
         )
 
 
+def test_shards_split_problems_without_overlap(tmp_path):
+    write_verl_parquet(tmp_path / "aime.parquet")
+    problems = gen.load_problems([tmp_path / "aime.parquet"])
+    shards = [gen.select_shard(problems, gen.parse_shard(f"{i}/2")) for i in range(2)]
+    assert [p.problem_id for p in shards[0]] == ["aime24/0", "aime24/2"]
+    assert [p.problem_id for p in shards[1]] == ["aime24/1"]
+    for bad in ("2/2", "x", "1/0"):
+        with pytest.raises(EvalInputError, match="--shard"):
+            gen.parse_shard(bad)
+
+
 def test_sampling_settings_validation_and_vllm_absent_message(tmp_path):
     with pytest.raises(EvalInputError, match="--top-p is out of range"):
         gen.SamplingSettings(top_p=0)
