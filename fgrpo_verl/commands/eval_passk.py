@@ -54,7 +54,13 @@ def run_generate(args: argparse.Namespace) -> int:
         gpu_memory_utilization=args.gpu_memory_utilization,
         trust_remote_code=args.trust_remote_code,
     )
-    meta = {"model": str(model.weights), "model_note": model.note, "system_prompt": system_prompt}
+    meta = {
+        "model": str(model.weights),
+        "model_note": model.note,
+        "system_prompt": system_prompt,
+        "chat_template": None if tokenizer is None else getattr(tokenizer, "chat_template", None),
+        "chat_template_kwargs": template_kwargs,
+    }
     summary = gen.generate_samples(
         problems, prompts, engine, settings, args.output, problems_per_call=args.problems_per_call, meta=meta
     )
