@@ -82,6 +82,10 @@ def install() -> None:
         )
     register_adv_est(ESTIMATOR_NAME)(compute_focal_advantage)
     install_startup_check()
+    # Unbiased pass@k in validation metrics; logs (never raises) if verl's internals moved.
+    from fgrpo_verl.evaluation.verl_validation import install_validation_passk
+
+    install_validation_passk()
 
 
 def load() -> None:
