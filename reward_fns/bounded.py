@@ -1,0 +1,177 @@
+"""Hard time bounds for reward work, without signals.
+
+verl calls a synchronous ``compute_score`` on an executor thread, where ``signal.alarm`` cannot be used
+and a runaway sympy call cannot be interrupted. The expensive part of scoring therefore runs in a
+pebble ``ProcessPool``: a task that overruns its bound has its worker process terminated and replaced,
+and the caller gets :data:`TIMEOUT` back. Workers are warm (started once, reused for every task) and
+forked from a forkserver that has already imported the scorers, so a replacement costs milliseconds.
+
+One pool per process, created lazily under a lock; safe to use from many threads at once, inside Ray
+actors, and after ``os.fork`` (a child notices the pid change and builds its own pool).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import logging
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pebble
+
+DEFAULT_TIMEOUT_SECONDS = 5.0
+# Extra wait beyond the bound for pebble to notice the overrun, terminate the worker and report.
+SLACK_SECONDS = 1.0
+POOL_WORKERS_ENV = "FGRPO_REWARD_POOL_WORKERS"
+# Modules imported once in the forkserver, inherited by every worker (sympy, latex2sympy, math-verify).
+_PRELOAD = ["reward_fns.math.worker"]
+
+_logger = logging.getLogger(__name__)
+
+
+class _Outcome:
+    """Sentinel for a task that produced no value; ``reason`` lands in the result dict."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"<{self.reason}>"
+
+
+TIMEOUT = _Outcome("timeout")
+WORKER_CRASHED = _Outcome("worker_crashed")
+INTERNAL_ERROR = _Outcome("internal_error")
+
+
+def default_pool_workers() -> int:
+    env = os.environ.get(POOL_WORKERS_ENV)
+    if env:
+        try:
+            workers = int(env)
+        except ValueError as exc:
+            raise ValueError(f"{POOL_WORKERS_ENV}={env!r} must be a positive integer") from exc
+        if workers < 1:
+            raise ValueError(f"{POOL_WORKERS_ENV}={env!r} must be a positive integer")
+        return workers
+    # Every verl reward actor owns a pool: cap the default so many actors do not oversubscribe a node.
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def check_timeout(timeout_seconds: Any) -> float:
+    from reward_fns.errors import RewardSettingError
+
+    try:
+        value = float(timeout_seconds)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise RewardSettingError(
+            f"reward kwarg timeout_seconds={timeout_seconds!r} must be a positive, finite number of seconds"
+        )
+    return value
+
+
+class BoundedPool:
+    """A warm process pool whose every task has a hard wall-clock bound."""
+
+    def __init__(self, max_workers: int | None = None) -> None:
+        self.max_workers = max_workers or default_pool_workers()
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._pool: pebble.ProcessPool | None = None
+
+    def _context(self) -> Any:
+        # forkserver: never fork a process that has threads (verl reward actors do); preload the scorers.
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(_PRELOAD)
+        return ctx
+
+    def _get(self) -> pebble.ProcessPool:
+        with self._lock:
+            if self._pool is None or not self._pool.active:
+                self._pool = pebble.ProcessPool(max_workers=self.max_workers, context=self._context())
+            return self._pool
+
+    def _reset(self, broken: pebble.ProcessPool) -> None:
+        with self._lock:
+            if self._pool is broken:
+                self._pool = None
+        with contextlib.suppress(Exception):  # best effort clean-up of an already broken pool
+            broken.stop()
+
+    def run_many(self, fn: Callable[..., Any], arg_tuples: Sequence[tuple], timeout: float) -> list[Any]:
+        """Run ``fn(*args)`` for each tuple in parallel; each result is a value or an ``_Outcome``.
+
+        Each task is killed after ``timeout`` seconds of running. The caller additionally never waits
+        longer than the time the pool needs to run all tasks at ``timeout`` each, plus slack, so a
+        stuck pool cannot hang the caller either.
+        """
+        if not arg_tuples:
+            return []
+        pool = self._get()
+        try:
+            futures = [pool.schedule(fn, args=args, timeout=timeout) for args in arg_tuples]
+        except Exception:  # a pool stopped under us (interpreter shutdown, broken pool): rebuild once
+            self._reset(pool)
+            pool = self._get()
+            futures = [pool.schedule(fn, args=args, timeout=timeout) for args in arg_tuples]
+        waves = -(-len(arg_tuples) // self.max_workers)
+        deadline = time.monotonic() + waves * timeout + SLACK_SECONDS
+        return [self._collect(f, deadline) for f in futures]
+
+    def run(self, fn: Callable[..., Any], args: tuple, timeout: float) -> Any:
+        return self.run_many(fn, [args], timeout)[0]
+
+    @staticmethod
+    def _collect(future: pebble.ProcessFuture, deadline: float) -> Any:
+        try:
+            return future.result(timeout=max(0.0, deadline - time.monotonic()))
+        except (concurrent.futures.TimeoutError, TimeoutError):
+            future.cancel()  # pending: dropped; running: pebble terminates the worker
+            return TIMEOUT
+        except pebble.ProcessExpired as exc:
+            _logger.warning("reward worker died (%s); it was replaced", exc)
+            return WORKER_CRASHED
+        except concurrent.futures.CancelledError:
+            return TIMEOUT
+        except Exception as exc:
+            _logger.warning("reward worker task failed: %r", exc)
+            return INTERNAL_ERROR
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.stop()
+            pool.join(timeout=5)
+
+
+_shared: BoundedPool | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_pool() -> BoundedPool:
+    """The process-wide pool (rebuilt in a forked child, whose copy has no live threads)."""
+    global _shared
+    pid = os.getpid()
+    with _shared_lock:
+        if _shared is None or _shared._pid != pid:
+            _shared = BoundedPool()
+        return _shared
+
+
+def _reinit_after_fork() -> None:
+    # The lock may have been held by another thread at fork time: the child gets fresh ones.
+    global _shared, _shared_lock
+    _shared = None
+    _shared_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reinit_after_fork)
