@@ -285,7 +285,8 @@ def layout_problems(cfg: DictConfig, knobs: Knobs, cluster: Cluster | None = Non
         if mini and train_bs != sync * mini:
             problems.append(
                 f"{k('trainer.v1.separate_async.parameter_sync_step')}={sync} x {k(mini_key)}={mini} must equal "
-                f"{k(bs_key)}={train_bs} in the asynchronous mode (one weight sync per mini-batch update); "
+                f"{k(bs_key)}={train_bs} in the asynchronous mode (a step trains parameter_sync_step "
+                "mini-batches, then syncs weights); "
                 f"fix: parameter_sync_step={train_bs // mini if mini and train_bs % mini == 0 else '?'}."
             )
         backend = str(_get(cfg, f"{ROLLOUT}.checkpoint_engine.backend", "naive"))
@@ -389,6 +390,16 @@ def load_reward_function(cfg: DictConfig, knobs: Knobs) -> tuple[Any, dict[str, 
 # ---------------------------------------------------------------- summary
 
 
+def _overlong_text(cfg: DictConfig) -> str:
+    buffer = _get(cfg, "reward.reward_kwargs.overlong_buffer_cfg")
+    if _get(cfg, "reward.reward_manager.name") != "dapo" or buffer is None or not buffer.get("enable", False):
+        return "off"
+    return (
+        f"last {buffer.get('len')} of {_get(cfg, 'reward.reward_kwargs.max_resp_len')} tokens, "
+        f"penalty up to {buffer.get('penalty_factor')}"
+    )
+
+
 def summary(cfg: DictConfig) -> list[tuple[str, str]]:
     """The settings an engineer checks before spending cluster hours, resolved."""
     g = lambda key, default=None: _get(cfg, key, default)  # noqa: E731
@@ -412,6 +423,7 @@ def summary(cfg: DictConfig) -> list[tuple[str, str]]:
             f"low={g(f'{ACTOR}.clip_ratio_low')} high={g(f'{ACTOR}.clip_ratio_high')} c={g(f'{ACTOR}.clip_ratio_c')}",
         ),
         ("kl", f"loss={g(f'{ACTOR}.use_kl_loss')} in_reward={g('algorithm.use_kl_in_reward')}"),
+        ("overlong shaping", _overlong_text(cfg)),
         ("dynamic sampling", f"{g('algorithm.filter_groups.enable')} (metric={g('algorithm.filter_groups.metric')})"),
         ("model", str(g("actor_rollout_ref.model.path"))),
     ]
@@ -540,23 +552,35 @@ def dry_run(
                     notes.extend(result.notes)
     if problems:
         raise DryRunError("\n".join(f"  - {p}" for p in problems))
-    _validate_with_verl(cfg)
-    return DryRunReport(config=cfg, rows=summary(cfg), notes=notes)
+    settings = _validate_with_verl(cfg)
+    rows = summary(cfg)
+    if settings is not None:
+        rows.insert(
+            3,
+            (
+                "success",
+                f"reward >= {settings.success_threshold:g} counts as correct for mu_hat "
+                f"(max overlong penalty {settings.overlong_penalty:g})",
+            ),
+        )
+    return DryRunReport(config=cfg, rows=rows, notes=notes)
 
 
-def _validate_with_verl(cfg: DictConfig) -> None:
+def _validate_with_verl(cfg: DictConfig) -> Any:
+    """verl's start-up validation plus the plugin's; returns the focal settings (None without focal_grpo)."""
     from fgrpo_verl.settings import FocalConfigError
     from fgrpo_verl.startup_check import validate_focal_config
     from fgrpo_verl.verl_config import validate_verl_config
 
     try:
         validate_verl_config(cfg)
-        validate_focal_config(cfg)
+        settings = validate_focal_config(cfg)
         OmegaConf.to_container(cfg, resolve=True)  # every ${...} must resolve, as main_ppo resolves them
     except FocalConfigError as exc:
         raise DryRunError(f"  - {exc}") from exc
     except (AssertionError, ValueError, TypeError, KeyError) as exc:
         raise DryRunError(f"  - verl's validate_config rejected the config: {exc}") from exc
+    return settings
 
 
 def format_report(report: DryRunReport, header: str | None = None) -> str:

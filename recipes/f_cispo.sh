@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # F-CISPO: CISPO (clipped, detached IS weight on every token) with the focal weight.
 # Usage: recipes/f_cispo.sh [--dry-run] [hydra.key=value ...]     (knobs: recipes/lib/common.sh + below)
 # A/B baseline: recipes/cispo.sh (gamma = 0).
 set -euo pipefail
+# shellcheck source=lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # ---- method knobs (paper: eps_low 1.0, eps_high 5.0, gamma 1.0 for Qwen2.5-7B)

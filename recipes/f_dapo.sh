@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # F-DAPO: DAPO (clip-higher, token-mean, dynamic sampling, overlong shaping) with the focal weight.
 # Usage: recipes/f_dapo.sh [--dry-run] [hydra.key=value ...]      (knobs: recipes/lib/common.sh + below)
 # A/B baseline: recipes/dapo.sh (gamma = 0).
 set -euo pipefail
+# shellcheck source=lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # ---- method knobs (paper: clip 0.2/0.28; DAPO: clip_c 10, filter groups on acc, soft overlong punishment)

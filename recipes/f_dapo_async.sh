@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # F-DAPO with asynchronous actor-learner rollouts (verl V1 separate_async): vLLM servers on ROLLOUT_NNODES
 # nodes of their own keep generating while the Megatron learner trains on the rest; weights are pushed
-# over NCCL after every mini-batch update and trajectories older than STALENESS versions are dropped.
+# over NCCL once per step and trajectories spanning more than STALENESS weight versions are dropped.
 # Default: 3 nodes = 2 learner nodes (TP 4 x PP 2, DP 2) + 1 rollout node (4 vLLM replicas of TP 2).
 # Usage: recipes/f_dapo_async.sh [--dry-run] [hydra.key=value ...]; any recipe takes ROLLOUT_MODE=async.
 set -euo pipefail

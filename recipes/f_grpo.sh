@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # F-GRPO: GRPO with the focal weight g = (1 - mu_hat)^gamma on every group-relative advantage.
 # Usage: recipes/f_grpo.sh [--dry-run] [hydra.key=value ...]      (knobs: recipes/lib/common.sh + below)
 # A/B baseline: recipes/grpo.sh (the same run with gamma = 0, i.e. plain GRPO).
 set -euo pipefail
+# shellcheck source=lib/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # ---- method knobs (paper: Qwen2.5-7B, GRPO clip 0.2/0.2, token-mean, binary math-verify reward)

@@ -186,8 +186,9 @@ common_overrides() {
   knob TEMPERATURE actor_rollout_ref.rollout.val_kwargs.temperature
   fixed actor_rollout_ref.rollout.val_kwargs.do_sample=True
   if [[ "$ROLLOUT_MODE" == async ]]; then
-    # verl V1 separate_async: vLLM on ROLLOUT_NNODES nodes of its own, learner on the rest;
-    # one weight sync per mini-batch update, trajectories at most STALENESS versions old.
+    # verl V1 separate_async: vLLM on ROLLOUT_NNODES nodes of its own, learner on the rest. Each step
+    # trains TRAIN_BATCH_SIZE / MINI_BATCH_SIZE mini-batches as they arrive (pi_old kept fixed), then pushes
+    # the weights once; trajectories spanning more than STALENESS weight versions are dropped.
     fixed trainer.v1.trainer_mode=separate_async actor_rollout_ref.hybrid_engine=False
     knob ROLLOUT_NNODES actor_rollout_ref.rollout.nnodes
     knob GPUS_PER_NODE actor_rollout_ref.rollout.n_gpus_per_node
