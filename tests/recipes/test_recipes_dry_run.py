@@ -65,3 +65,13 @@ def test_eight_node_llama_preset_with_flag(data_dir) -> None:
     assert "meta-llama/Llama-3.2-3B-Instruct" in result.stdout
     assert re.search(r"megatron TP=2 PP=1 CP=1 DP=32", result.stdout)
     assert "learner + rollout share 8x8=64" in result.stdout
+
+
+def test_eight_node_async_readme_example(data_dir) -> None:
+    """README: ``NNODES=8 ROLLOUT_NNODES=4 bash recipes/f_dapo_async.sh --dry-run``."""
+    result = run_recipe(
+        "f_dapo_async.sh", "--dry-run", env={"NNODES": "8", "ROLLOUT_NNODES": "4", "DATA_DIR": str(data_dir)}
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "megatron TP=4 PP=2 CP=1 DP=4" in result.stdout
+    assert "learner 4x8=32, rollout 4x8=32" in result.stdout
