@@ -5,6 +5,7 @@
 # Default: 3 nodes = 2 learner nodes (TP 4 x PP 2, DP 2) + 1 rollout node (4 vLLM replicas of TP 2).
 # Usage: recipes/f_dapo_async.sh [--dry-run] [hydra.key=value ...]; any recipe takes ROLLOUT_MODE=async.
 set -euo pipefail
+export RECIPE_NAME="${RECIPE_NAME:-f_dapo_async}"
 export ROLLOUT_MODE=async
 export NNODES="${NNODES:-3}"
 export ROLLOUT_NNODES="${ROLLOUT_NNODES:-1}"

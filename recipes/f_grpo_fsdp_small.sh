@@ -3,6 +3,7 @@
 # <= 4096 tokens) to check a set-up before a multi-node Megatron run.
 # Usage: recipes/f_grpo_fsdp_small.sh [--dry-run] [hydra.key=value ...]
 set -euo pipefail
+export RECIPE_NAME="${RECIPE_NAME:-f_grpo_fsdp_small}"
 export ENGINE=fsdp
 export NNODES="${NNODES:-1}"
 export MODEL_PRESET="${MODEL_PRESET:-qwen3-4b-base}"

@@ -252,8 +252,9 @@ ray_up() {
 }
 
 # launch NAME [--dry-run] [hydra overrides...] -- dry run, or pre-flight + Ray + verl's trainer.
+# RECIPE_NAME (set by wrapper recipes) replaces NAME in messages.
 launch() {
-  local name="$1"
+  local name="${RECIPE_NAME:-$1}"
   shift
   local dry="${DRY_RUN:-0}" extra=() arg
   for arg in "$@"; do
@@ -272,7 +273,10 @@ launch() {
   fi
   ray_up
   mkdir -p "$LOG_DIR/$EXPERIMENT_NAME"
-  export VERL_FILE_LOGGER_ROOT="$LOG_DIR"
+  export VERL_FILE_LOGGER_ROOT="$LOG_DIR" HYDRA_FULL_ERROR=1
   echo "launching $name: logs in $LOG_DIR/$EXPERIMENT_NAME"
+  echo "Prometheus targets: fgrpo metrics on ${HEAD_IP:-$(hostname)}:${METRICS_PORT:-off} (the driver);" \
+       "Ray nodes in /tmp/ray/prom_metrics_service_discovery.json; vLLM servers in $PROMETHEUS_SD_FILE" \
+       "when ROLLOUT_PROMETHEUS=True"
   "$PYTHON" -m verl.trainer.main_ppo "${overrides[@]}" 2>&1 | tee "$LOG_DIR/$EXPERIMENT_NAME/train.log"
 }
