@@ -29,7 +29,7 @@ DEFAULT_TIMEOUT_SECONDS = 5.0
 SLACK_SECONDS = 1.0
 POOL_WORKERS_ENV = "FGRPO_REWARD_POOL_WORKERS"
 # Modules imported once in the forkserver, inherited by every worker (sympy, latex2sympy, math-verify).
-_PRELOAD = ["reward_fns.math.worker"]
+_PRELOAD = ["reward_fns.math.worker", "reward_fns.ifeval"]
 
 _logger = logging.getLogger(__name__)
 
