@@ -85,13 +85,24 @@ def test_prepare_all_sources(tmp_path: Path, tokenizer_dir: str) -> None:
             }
         ],
     )
+    multi = _jsonl(
+        tmp_path / "multi.jsonl",
+        [
+            {
+                "messages": [{"role": "user", "content": "Answer in lowercase, no commas."}],
+                "ground_truth": str([{"instruction_id": ["change_case:english_lowercase", "punctuation:no_comma"],
+                                      "kwargs": [{}, {}]}]),
+            }
+        ],
+    )  # fmt: skip
     out = tmp_path / "out"
     code = prepare_data.main(
         [
             "--out-dir", str(out), "--tokenizer", tokenizer_dir,
-            "--only", "deepscaler,dapo_math_17k,math500,amc23,rlvr_ifeval",
+            "--only", "deepscaler,dapo_math_17k,math500,amc23,rlvr_ifeval,if_multi_constraints",
             "--source", f"deepscaler={deepscaler}", "--source", f"dapo_math_17k={dapo}",
             "--source", f"math500={math500}", "--source", f"amc23={amc}", "--source", f"rlvr_ifeval={ifeval}",
+            "--source", f"if_multi_constraints={multi}",
         ]
     )  # fmt: skip
     assert code == 0
@@ -128,7 +139,10 @@ def test_prepare_all_sources(tmp_path: Path, tokenizer_dir: str) -> None:
 
     import reward_fns
 
-    for name in ("deepscaler", "dapo_math_17k", "math500", "amc23"):
+    multi_rows = pd.read_parquet(out / "if_multi_constraints.parquet").to_dict("records")
+    assert multi_rows[0]["data_source"] == "ifevalg" and multi_rows[0]["ability"] == "instruction_following"
+
+    for name in ("deepscaler", "dapo_math_17k", "math500", "amc23", "rlvr_ifeval", "if_multi_constraints"):
         result = check_rows(str(out / f"{name}.parquet"), reward_fns.compute_score)
         assert result.problems == [] and result.notes == [], (name, result)
 
