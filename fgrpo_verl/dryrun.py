@@ -492,6 +492,9 @@ def summary(cfg: DictConfig) -> list[tuple[str, str]]:
         )
     )
     rows.append(("lengths", f"prompt <= {g('data.max_prompt_length')}, response <= {g('data.max_response_length')}"))
+    template_kwargs = g("data.apply_chat_template_kwargs") or {}
+    if template_kwargs:
+        rows.append(("chat template", ", ".join(f"{key}={value}" for key, value in template_kwargs.items())))
     rows.append(
         (
             "optim",

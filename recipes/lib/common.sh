@@ -43,6 +43,7 @@ case "$MODEL_PRESET" in
   qwen3-4b-base)
     : "${MODEL_PATH:=Qwen/Qwen3-4B-Base}"
     : "${MAX_RESPONSE_LENGTH:=4096}"
+    : "${ENABLE_THINKING:=True}"      # the paper trains Qwen3 with thinking on (chat template kwarg)
     : "${TRAIN_TP:=2}" "${TRAIN_PP:=1}" "${ROLLOUT_TP:=1}" ;;
   llama3.2-3b-instruct)
     : "${MODEL_PATH:=meta-llama/Llama-3.2-3B-Instruct}"
@@ -53,6 +54,7 @@ case "$MODEL_PRESET" in
          "(or set MODEL_PATH, MAX_RESPONSE_LENGTH, TRAIN_TP, TRAIN_PP, ROLLOUT_TP with any preset)" >&2
     exit 2 ;;
 esac
+: "${ENABLE_THINKING:=}"              # Qwen3 chat templates: True | False; empty = template default
 : "${TRAIN_CP:=1}"                    # Megatron context parallel size
 : "${SEQUENCE_PARALLEL:=True}"        # Megatron sequence parallel (with TP > 1)
 : "${PARAM_OFFLOAD:=False}"           # offload parameters to CPU between phases (Megatron and FSDP)
@@ -95,6 +97,7 @@ esac
 : "${TEST_FREQ:=25}"
 : "${DUMP_ROLLOUTS:=True}"            # write every step's rollouts (for fgrpo-verl analyze-rollouts)
 : "${METRICS_PORT:=9464}"             # fgrpo Prometheus endpoint on the driver (empty = off)
+: "${METRICS_FILE_SD:=}"              # write the endpoint as a Prometheus file_sd target here (shared FS path)
 : "${ROLLOUT_PROMETHEUS:=False}"      # verl's vLLM server metrics (writes a Prometheus file_sd target)
 : "${PROMETHEUS_SD_FILE:=/tmp/ray/session_latest/metrics/prometheus/prometheus.yml}"
 
@@ -136,6 +139,9 @@ common_overrides() {
   knob MAX_RESPONSE_LENGTH data.max_response_length
   knob TRAIN_BATCH_SIZE data.train_batch_size
   knob SEED data.seed
+  if [[ -n "$ENABLE_THINKING" ]]; then
+    knob ENABLE_THINKING +data.apply_chat_template_kwargs.enable_thinking
+  fi
   fixed data.filter_overlong_prompts=True data.truncation=error
   knob REWARD_FN_PATH reward.custom_reward_function.path
   knob REWARD_FN_NAME reward.custom_reward_function.name
@@ -217,6 +223,9 @@ common_overrides() {
   fi
   if [[ -n "$METRICS_PORT" ]]; then
     knob METRICS_PORT +algorithm.focal.metrics.port
+    if [[ -n "$METRICS_FILE_SD" ]]; then
+      knob METRICS_FILE_SD +algorithm.focal.metrics.file_sd
+    fi
   fi
   knob ROLLOUT_PROMETHEUS actor_rollout_ref.rollout.prometheus.enable
   knob PROMETHEUS_SD_FILE actor_rollout_ref.rollout.prometheus.file

@@ -30,7 +30,7 @@ EXPECTED = {
         "learner 2x8=16, rollout 1x8=8",
         "low=0.2 high=0.28",
     ],
-    "f_grpo_fsdp_small.sh": ["fsdp2 DP=8", "Qwen/Qwen3-4B-Base", "response <= 4096", "1x8=8"],
+    "f_grpo_fsdp_small.sh": ["fsdp2 DP=8", "Qwen/Qwen3-4B-Base", "response <= 4096", "1x8=8", "enable_thinking=True"],
 }
 
 

@@ -69,18 +69,25 @@ def test_bad_knob_is_named_with_its_fix(case: str, data_dir) -> None:
 
 
 def test_missing_data_and_bad_rows_are_reported_with_file_row_field(tmp_path, data_dir) -> None:
-    """A missing validation file and a training file whose rows the reward function or verl cannot use."""
+    """A missing validation file and model directory, and training rows the reward function or verl cannot use."""
     bad = [math_row("deepscaler", 0, "ok", "3"), math_row("deepscaler", 1, "no answer", "")]
     bad.append({**math_row("deepscaler", 2, "x", "4"), "data_source": None})
     train = write_parquet(tmp_path / "train.parquet", bad)
     result = run_recipe(
         "f_dapo.sh",
-        env={"DRY_RUN": "1", "DATA_DIR": str(data_dir), "TRAIN_FILES": str(train), "VAL_FILES": "/nowhere/val.parquet"},
+        env={
+            "DRY_RUN": "1",
+            "DATA_DIR": str(data_dir),
+            "TRAIN_FILES": str(train),
+            "VAL_FILES": "/nowhere/val.parquet",
+            "MODEL_PATH": "/nowhere/model",
+        },
     )
     assert result.returncode == 2, result.stdout + result.stderr
     err = result.stderr
     assert "VAL_FILES (data.val_files): validation data file /nowhere/val.parquet does not exist" in err
     assert "scripts/prepare_data.py" in err
+    assert "MODEL_PATH (actor_rollout_ref.model.path)=/nowhere/model does not exist" in err
     assert f"{train}: row 1: field reward_model.ground_truth" in err
     assert "ground_truth is empty" in err
     assert f"{train}: row 2: field data_source: missing" in err
