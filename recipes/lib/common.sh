@@ -260,19 +260,28 @@ ray_up() {
   fi
 }
 
-# launch NAME [--dry-run] [hydra overrides...] -- dry run, or pre-flight + Ray + verl's trainer.
+# launch NAME [--dry-run | --print-config] [hydra overrides...] -- dry run, the config as verl's CLI composes
+# it, or pre-flight + Ray + verl's trainer.
 # RECIPE_NAME (set by wrapper recipes) replaces NAME in messages.
 launch() {
   local name="${RECIPE_NAME:-$1}"
   shift
-  local dry="${DRY_RUN:-0}" extra=() arg
+  local dry="${DRY_RUN:-0}" print_config=0 extra=() arg
   for arg in "$@"; do
-    if [[ "$arg" == --dry-run ]]; then dry=1; else extra+=("$arg"); fi
+    case "$arg" in
+      --dry-run) dry=1 ;;
+      --print-config) print_config=1 ;;
+      *) extra+=("$arg") ;;
+    esac
   done
   common_overrides
   local overrides=("${FGRPO_OVERRIDES[@]}" "${extra[@]}")
   local preflight=("$PYTHON" -m fgrpo_verl.cli dry-run --recipe "$name" --nnodes "$NNODES"
                    --gpus-per-node "$GPUS_PER_NODE" "${FGRPO_KNOB_ARGS[@]}" -- "${overrides[@]}")
+  if [[ "$print_config" == 1 ]]; then
+    # verl's own entry point composes the config from the same overrides and prints it (Hydra --cfg job).
+    exec "$PYTHON" -m verl.trainer.main_ppo "${overrides[@]}" --cfg job
+  fi
   if [[ "$dry" == 1 ]]; then
     exec "${preflight[@]}"
   fi
