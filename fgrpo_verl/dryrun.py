@@ -546,11 +546,17 @@ def dry_run(
         reward_fn, reward_kwargs = load_reward_function(cfg, knobs)
     except DryRunError as exc:
         problems.append(str(exc))
+    required: tuple[str, ...] = ()
+    metric = str(_get(cfg, "algorithm.filter_groups.metric", "reward"))
+    if _get(cfg, "algorithm.filter_groups.enable", False) and metric != "reward":
+        required = (metric,)
     if reward_fn is not None and sample_rows > 0:
         for key in ("data.train_files", "data.val_files"):
             for path in _as_list(_get(cfg, key)):
                 if os.path.isfile(os.path.expanduser(path)):
-                    result = check_rows(os.path.expanduser(path), reward_fn, reward_kwargs, sample=sample_rows)
+                    result = check_rows(
+                        os.path.expanduser(path), reward_fn, reward_kwargs, sample=sample_rows, required_keys=required
+                    )
                     problems.extend(result.problems)
                     notes.extend(result.notes)
     if problems:

@@ -8,6 +8,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # ---- method knobs (paper: clip 0.2/0.28; DAPO: clip_c 10, filter groups on acc, soft overlong punishment)
+# verl's V1 replay buffer evicts zero-variance groups and refills them with new prompts as they finish.
 : "${GAMMA:=0.5}"                     # focal exponent; 0 = plain DAPO
 : "${CLIP_LOW:=0.2}"
 : "${CLIP_HIGH:=0.28}"
@@ -15,7 +16,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 : "${LOSS_AGG_MODE:=token-mean}"
 : "${DYNAMIC_SAMPLING:=True}"         # drop all-correct / all-wrong groups and refill (algorithm.filter_groups)
 : "${FILTER_METRIC:=acc}"             # correctness, not the length-shaped score
-: "${MAX_GEN_BATCHES:=10}"            # refill attempts per step (0 = unbounded)
 : "${OVERLONG_BUFFER_LEN:=$(( MAX_RESPONSE_LENGTH / 8 ))}"  # length penalty ramps over the last tokens
 : "${OVERLONG_PENALTY:=1.0}"          # penalty at the maximum length
 : "${EXPERIMENT_NAME:=f-dapo-g${GAMMA}-${MODEL_PRESET}}"
@@ -33,7 +33,6 @@ knob CLIP_C actor_rollout_ref.actor.clip_ratio_c
 knob LOSS_AGG_MODE actor_rollout_ref.actor.loss_agg_mode
 knob DYNAMIC_SAMPLING algorithm.filter_groups.enable
 knob FILTER_METRIC algorithm.filter_groups.metric
-knob MAX_GEN_BATCHES algorithm.filter_groups.max_num_gen_batches
 knob OVERLONG_BUFFER_LEN +reward.reward_kwargs.overlong_buffer_cfg.len
 knob OVERLONG_PENALTY +reward.reward_kwargs.overlong_buffer_cfg.penalty_factor
 knob MAX_RESPONSE_LENGTH +reward.reward_kwargs.max_resp_len

@@ -101,8 +101,13 @@ def check_rows(
     reward_fn: Callable[..., Any] | None,
     reward_kwargs: Mapping[str, Any] | None = None,
     sample: int = 16,
+    required_keys: tuple[str, ...] = (),
 ) -> RowCheck:
-    """Check ``sample`` rows of ``path``; problems are ``file: row N: field: message`` strings."""
+    """Check ``sample`` rows of ``path``; problems are ``file: row N: field: message`` strings.
+
+    ``required_keys``: keys the reward function's result dict must carry (e.g. the ``acc`` that DAPO's
+    group filter reads from ``reward_extra_info``).
+    """
     result = RowCheck()
     try:
         total, rows = read_rows(path, lambda n: sample_indices(n, sample))
@@ -142,7 +147,14 @@ def check_rows(
                 f"{path}: row {number}: the reward function returned {outcome!r}; verl needs a number or a dict "
                 "with a numeric 'score'"
             )
-        elif row.get("ability") == "math" and isinstance(outcome, Mapping) and outcome.get("acc") is False:
+            continue
+        missing = [key for key in required_keys if not (isinstance(outcome, Mapping) and key in outcome)]
+        if missing:
+            result.problems.append(
+                f"{path}: row {number}: the reward function's result has no {', '.join(missing)} "
+                f"(algorithm.filter_groups.metric reads it from reward_extra_info); got {outcome!r}"
+            )
+        if row.get("ability") == "math" and isinstance(outcome, Mapping) and outcome.get("acc") is False:
             not_full += 1
     if not_full:
         result.notes.append(

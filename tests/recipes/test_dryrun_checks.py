@@ -129,8 +129,11 @@ def test_check_rows_reports_unreadable_file_and_bad_scores(tmp_path: Path) -> No
     assert len(result.problems) == 3
     assert result.problems[0].startswith(f"{data}: row 0: the reward function returned 'not a number'")
 
-    result = check_rows(str(data), lambda **kw: {"score": 0.0, "acc": False})
+    result = check_rows(str(data), lambda **kw: {"score": 0.0, "acc": False}, required_keys=("acc",))
     assert result.problems == [] and "3 of 3 sampled math rows are not scored correct" in result.notes[0]
+
+    result = check_rows(str(data), lambda **kw: 1.0, required_keys=("acc",))
+    assert len(result.problems) == 3 and "result has no acc (algorithm.filter_groups.metric" in result.problems[0]
 
 
 def test_check_rows_with_reward_fns(tmp_path: Path) -> None:
