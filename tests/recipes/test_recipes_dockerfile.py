@@ -6,14 +6,13 @@ from __future__ import annotations
 import re
 import subprocess
 
-from recipes_support import REPO
-from test_recipes_lint import _tool
+from recipes_support import REPO, tool
 
 DOCKERFILE = REPO / "Dockerfile"
 
 
 def test_hadolint_clean() -> None:
-    result = subprocess.run([_tool("hadolint"), str(DOCKERFILE)], capture_output=True, text=True, check=False)
+    result = subprocess.run([tool("hadolint"), str(DOCKERFILE)], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
