@@ -339,6 +339,7 @@ def layout_problems(cfg: DictConfig, knobs: Knobs, cluster: Cluster | None = Non
 
 
 def _looks_local(path: str) -> bool:
+    """A filesystem path rather than a hub id (hub ids are ``org/name``; verl downloads those at start)."""
     return path.startswith(("/", "./", "../", "~")) or (os.sep in path and path.count("/") != 1)
 
 
