@@ -254,7 +254,18 @@ ray_up() {
     done
     echo "Ray cluster ready: $have GPUs on $NNODES nodes (dashboard http://$HEAD_IP:$RAY_DASHBOARD_PORT)"
   else
-    # Workers hold the node for the head's trainer; they exit when the head stops Ray.
+    # The head runs the CPU pre-flight before starting Ray: wait for it, then hold this node for its trainer.
+    local waited=0
+    # shellcheck disable=SC2016  # $1 / $2 expand in the child shell: a plain TCP probe of the head's port
+    until timeout 5 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "$HEAD_IP" "$RAY_PORT" 2>/dev/null; do
+      if (( waited >= RAY_WAIT_SECONDS )); then
+        echo "no Ray head at $HEAD_IP:$RAY_PORT after ${RAY_WAIT_SECONDS}s; start node 0 (NODE_RANK=0) too," \
+             "and check HEAD_IP / RAY_PORT and the head's log (its pre-flight may have failed)" >&2
+        exit 3
+      fi
+      sleep 5
+      waited=$(( waited + 5 ))
+    done
     exec ray start --address="$HEAD_IP:$RAY_PORT" --num-gpus="$GPUS_PER_NODE" \
       --metrics-export-port="$RAY_METRICS_PORT" --block
   fi

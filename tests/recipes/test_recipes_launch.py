@@ -8,6 +8,7 @@ Ray or verl's trainer is started.
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -37,13 +38,31 @@ def test_bad_config_stops_on_the_head_before_ray(ray_recorder, data_dir) -> None
     assert "launching" not in result.stdout
 
 
-def test_worker_node_joins_the_head_and_blocks(ray_recorder) -> None:
+def test_worker_node_waits_for_the_head_then_joins_and_blocks(ray_recorder) -> None:
+    """A real TCP listener stands in for the head's Ray port; the worker joins once it accepts connections."""
     env, log = ray_recorder
-    result = run_recipe("f_dapo.sh", env={**env, "NODE_RANK": "1", "HEAD_IP": "10.1.2.3", "GPUS_PER_NODE": "4"})
+    with socket.create_server(("127.0.0.1", 0)) as head:
+        port = str(head.getsockname()[1])
+        result = run_recipe(
+            "f_dapo.sh",
+            env={**env, "NODE_RANK": "1", "HEAD_IP": "127.0.0.1", "RAY_PORT": port, "GPUS_PER_NODE": "4"},
+        )
     assert result.returncode == 0, result.stderr
-    assert log.read_text().split("\n")[0] == (
-        "ray start --address=10.1.2.3:6379 --num-gpus=4 --metrics-export-port=8080 --block"
+    assert log.read_text().splitlines() == [
+        f"ray start --address=127.0.0.1:{port} --num-gpus=4 --metrics-export-port=8080 --block"
+    ]
+
+
+def test_worker_gives_up_when_the_head_never_comes_up(ray_recorder) -> None:
+    env, log = ray_recorder
+    with socket.create_server(("127.0.0.1", 0)) as closed:
+        port = str(closed.getsockname()[1])  # nothing listens here once the socket is closed
+    result = run_recipe(
+        "f_grpo.sh", env={**env, "NODE_RANK": "1", "HEAD_IP": "127.0.0.1", "RAY_PORT": port, "RAY_WAIT_SECONDS": "0"}
     )
+    assert result.returncode == 3
+    assert f"no Ray head at 127.0.0.1:{port} after 0s; start node 0 (NODE_RANK=0) too" in result.stderr
+    assert not log.exists()
 
 
 def test_multi_node_needs_the_head_address(ray_recorder) -> None:
