@@ -54,14 +54,18 @@ def test_recipe_dry_run(script: str, data_dir) -> None:
 
 
 def test_eight_node_llama_preset_with_flag(data_dir) -> None:
-    """The README's 8-node example, a second preset, and ``--dry-run`` given as a flag."""
+    """8 colocated nodes, a second preset, ``--dry-run`` given as a flag, and trailing overrides taking effect."""
     result = run_recipe(
         "f_cispo.sh",
         "--dry-run",
         "trainer.save_freq=100",
+        "algorithm.focal.gamma=2",
+        "actor_rollout_ref.actor.clip_ratio_high=4.0",
         env={"NNODES": "8", "MODEL_PRESET": "llama3.2-3b-instruct", "DATA_DIR": str(data_dir)},
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "gamma             2\n" in result.stdout  # trailing Hydra overrides win over the recipe's
+    assert "low=1.0 high=4.0" in result.stdout
     assert "meta-llama/Llama-3.2-3B-Instruct" in result.stdout
     assert re.search(r"megatron TP=2 PP=1 CP=1 DP=32", result.stdout)
     assert "learner + rollout share 8x8=64" in result.stdout
