@@ -100,6 +100,13 @@ def _generated_config(config_name: str, overrides: Sequence[str]) -> DictConfig 
 def explain_composition_error(exc: Exception, overrides: Sequence[str], config_name: str) -> str:
     """Turn Hydra's "Could not override" into: which key, the closest real keys, and how to add one."""
     text = str(exc)
+    taken = re.search(r"An item is already at '([^']+)'", text)
+    if taken:
+        key = taken.group(1)
+        return (
+            f"{key} is already set (by the recipe or verl's config), so +{key}=... cannot add it again; "
+            f"fix: override it without the plus, {key}=VALUE (or ++{key}=VALUE)."
+        )
     match = re.search(r"Could not override '([^']+)'", text) or re.search(r"Key '([^']+)' is not in struct", text)
     if not match:
         return f"verl's Hydra config could not be composed: {text}"

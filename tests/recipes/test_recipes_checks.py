@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from recipes_support import math_row, write_parquet
 
 from fgrpo_verl.data.check import check_rows, row_field_problems, sample_indices
-from fgrpo_verl.dryrun import Cluster, Knobs, layout_problems
+from fgrpo_verl.dryrun import Cluster, DryRunError, Knobs, compose, layout_problems
 
 
 def config(**changes: object):
@@ -148,3 +148,14 @@ def test_check_rows_with_reward_fns(tmp_path: Path) -> None:
     assert result.problems[0].startswith(f"{data}: row 1: field reward_model.ground_truth (data_source='deepscaler')")
     assert "row 2: field reward_model.ground_truth (data_source='no_such_source')" in result.problems[1]
     assert "has no reward function" in result.problems[1]
+
+
+def test_adding_a_key_twice_names_the_fix() -> None:
+    """Hydra's "Could not append" (a trailing ``+key`` the recipe already set), through verl's real composition."""
+    with pytest.raises(DryRunError) as caught:
+        compose(["actor_rollout_ref.rollout.name=vllm", "+algorithm.focal.gamma=0.5", "+algorithm.focal.gamma=2"])
+    assert str(caught.value) == (
+        "algorithm.focal.gamma is already set (by the recipe or verl's config), so +algorithm.focal.gamma=... cannot "
+        "add it again; fix: override it without the plus, algorithm.focal.gamma=VALUE "
+        "(or ++algorithm.focal.gamma=VALUE)."
+    )
