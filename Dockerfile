@@ -1,8 +1,9 @@
 # syntax=docker/dockerfile:1
 # fgrpo-verl on GPUs: verl's official vLLM application image for the verl 0.9 line plus verl 0.9.1 and this
-# package. The base carries CUDA 13.0.2, Python 3.12, torch 2.11.0, vLLM 0.24.0 (the version verl 0.9.1's
-# [vllm] extra pins), Megatron-core with mbridge, TransformerEngine, Apex and flash-attn. verl's images install
-# verl only for its dependency closure and then uninstall it, so verl itself is installed here.
+# package. The base carries CUDA 13.0.2, Python 3.12, torch 2.11.0 and vLLM 0.24.0 (the versions verl 0.9.1's
+# [vllm] extra pins) with verl's Megatron stack (Megatron-core, mbridge, TransformerEngine, flash-attn); the
+# build below fails if megatron.core or vllm cannot be imported. verl's images install verl only for its
+# dependency closure and then uninstall it, so verl itself is installed here.
 # Build:  docker build -t fgrpo-verl:0.1.0 .
 # Pinned by digest so a re-pushed tag cannot change the CUDA / vLLM / Megatron stack underneath a run.
 ARG BASE_IMAGE=verlai/verl:vllm024.dev2@sha256:b867883b0dd011363e69ab2ab344922a28c5bd0409e2a324e3ee70fb27ca7543
