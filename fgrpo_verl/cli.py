@@ -16,6 +16,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fgrpo_verl.commands.demo_estimator",
     "fgrpo_verl.commands.check_config",
     "fgrpo_verl.commands.eval_passk",
+    "fgrpo_verl.commands.dry_run",
 )
 
 

@@ -16,6 +16,7 @@ import concurrent.futures
 import contextlib
 import logging
 import multiprocessing
+import multiprocessing.util
 import os
 import threading
 import time
@@ -85,6 +86,7 @@ class BoundedPool:
         self._pid = os.getpid()
         self._lock = threading.Lock()
         self._pool: pebble.ProcessPool | None = None
+        self._inflight = 0  # tasks scheduled and not finished, across all calling threads
 
     def _context(self) -> Any:
         # forkserver: never fork a process that has threads (verl reward actors do); preload the scorers.
@@ -96,6 +98,9 @@ class BoundedPool:
         with self._lock:
             if self._pool is None or not self._pool.active:
                 self._pool = pebble.ProcessPool(max_workers=self.max_workers, context=self._context())
+                # Stop the workers before multiprocessing joins a process's children at exit (a process
+                # that used the pool, e.g. a forked child, would otherwise wait on them for ever).
+                multiprocessing.util.Finalize(self, self.close, exitpriority=10)
             return self._pool
 
     def _reset(self, broken: pebble.ProcessPool) -> None:
@@ -108,22 +113,39 @@ class BoundedPool:
     def run_many(self, fn: Callable[..., Any], arg_tuples: Sequence[tuple], timeout: float) -> list[Any]:
         """Run ``fn(*args)`` for each tuple in parallel; each result is a value or an ``_Outcome``.
 
-        Each task is killed after ``timeout`` seconds of running. The caller additionally never waits
-        longer than the time the pool needs to run all tasks at ``timeout`` each, plus slack, so a
-        stuck pool cannot hang the caller either.
+        Each task is killed after ``timeout`` seconds of running. The caller waits at most the time the
+        pool needs to run everything queued ahead of it plus its own tasks at ``timeout`` each, plus
+        slack: tasks queued behind other threads' work are not cut short, and a stuck pool cannot hang
+        the caller either.
         """
         if not arg_tuples:
             return []
+        with self._lock:
+            self._inflight += len(arg_tuples)
+            queued = self._inflight
+        try:
+            futures = self._schedule_all(fn, arg_tuples, timeout)
+        except BaseException:
+            self._task_done(len(arg_tuples))
+            raise
+        for future in futures:
+            future.add_done_callback(lambda _: self._task_done(1))
+        waves = -(-queued // self.max_workers)
+        deadline = time.monotonic() + waves * timeout + SLACK_SECONDS
+        return [self._collect(f, deadline) for f in futures]
+
+    def _schedule_all(self, fn: Callable[..., Any], arg_tuples: Sequence[tuple], timeout: float) -> list:
         pool = self._get()
         try:
-            futures = [pool.schedule(fn, args=args, timeout=timeout) for args in arg_tuples]
+            return [pool.schedule(fn, args=args, timeout=timeout) for args in arg_tuples]
         except Exception:  # a pool stopped under us (interpreter shutdown, broken pool): rebuild once
             self._reset(pool)
             pool = self._get()
-            futures = [pool.schedule(fn, args=args, timeout=timeout) for args in arg_tuples]
-        waves = -(-len(arg_tuples) // self.max_workers)
-        deadline = time.monotonic() + waves * timeout + SLACK_SECONDS
-        return [self._collect(f, deadline) for f in futures]
+            return [pool.schedule(fn, args=args, timeout=timeout) for args in arg_tuples]
+
+    def _task_done(self, count: int) -> None:
+        with self._lock:
+            self._inflight -= count
 
     def run(self, fn: Callable[..., Any], args: tuple, timeout: float) -> Any:
         return self.run_many(fn, [args], timeout)[0]
@@ -171,6 +193,30 @@ def _reinit_after_fork() -> None:
     global _shared, _shared_lock
     _shared = None
     _shared_lock = threading.Lock()
+    _forget_parent_forkserver()
+
+
+def _forget_parent_forkserver() -> None:
+    """Let a forked child start its own forkserver.
+
+    The stdlib keeps one forkserver per process in module state; a forked child inherits the parent's pid
+    and socket, and ``ensure_running`` then fails with ChildProcessError (``waitpid`` on a process that is
+    not its child). Clearing that state makes the child start a fresh server on first use. Guarded by
+    tests/rewards/test_reward_concurrency.py::test_usable_after_fork.
+    """
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    if server is None or getattr(server, "_forkserver_pid", None) is None:
+        return
+    alive_fd = getattr(server, "_forkserver_alive_fd", None)
+    if alive_fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(alive_fd)  # the child's copy only; the parent keeps its server alive
+    server._forkserver_address = None
+    server._forkserver_alive_fd = None
+    server._forkserver_pid = None
+    server._lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):

@@ -50,3 +50,9 @@ def verify_answer(gold_answers: tuple[str, ...], answer: str) -> tuple[bool, str
     if not _parse_boxed(answer):
         return False, "parse_error"
     return False, "mismatch"
+
+
+# Warm up at import: this module is preloaded into the forkserver, so every worker (including one that
+# replaces a worker killed on timeout) starts with the LaTeX grammar and sympy caches already built.
+verify_answer(("\\frac{1}{2}",), "0.5")
+verify_answer(("(1,2)",), "\\{x\\}")

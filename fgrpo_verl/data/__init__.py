@@ -1,0 +1,1 @@
+"""verl parquet data: preparation from public data sets (:mod:`.prepare`) and row checks (:mod:`.check`)."""
