@@ -82,6 +82,12 @@ def install() -> None:
         )
     register_adv_est(ESTIMATOR_NAME)(compute_focal_advantage)
     install_startup_check()
+    try:  # telemetry is optional: the estimator must work even if it cannot start
+        from fgrpo_verl.telemetry import activate
+
+        activate()
+    except Exception:
+        logger.exception("fgrpo-verl telemetry is off (the estimator is unaffected)")
 
 
 def load() -> None:

@@ -1,0 +1,92 @@
+"""Stable prompt identity across training steps.
+
+verl gives every prompt a fresh random ``uid`` each time the dataloader yields it, so the
+uid groups rollouts within a step but cannot follow a prompt over steps.  The stable key is
+a 64-bit blake2b digest of:
+
+* ``data_source`` + ``extra_info.index`` when the data set row carries an index (verl's
+  data-preparation scripts all write one), else
+* ``data_source`` + the prompt itself (the chat messages as canonical JSON, or the decoded
+  text in rollout dumps).
+
+The same function keys the online tracker and the offline analysis of rollout dumps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+UNKNOWN_DATA_SOURCE = "unknown"
+
+
+def _digest(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def prompt_key(data_source: str, extra_info: Mapping[str, Any] | None = None, prompt: Any = None) -> int:
+    """The stable 64-bit key of one prompt (see the module docstring)."""
+    if extra_info is not None and extra_info.get("index") is not None:
+        return _digest(f"{data_source}\x00index\x00{_plain(extra_info['index'])}")
+    if prompt is None:
+        raise ValueError("a prompt without extra_info.index needs its prompt text or messages to be identified")
+    text = prompt if isinstance(prompt, str) else json.dumps(_plain(prompt), sort_keys=True, ensure_ascii=False)
+    return _digest(f"{data_source}\x00prompt\x00{text}")
+
+
+def prompt_keys(
+    data_sources: Iterable[Any], extra_infos: Iterable[Any] | None, prompts: Iterable[Any] | None
+) -> np.ndarray:
+    """:func:`prompt_key` over a batch; returns uint64 keys."""
+    data_sources = list(data_sources)
+    n = len(data_sources)
+    extra = list(extra_infos) if extra_infos is not None else [None] * n
+    texts = list(prompts) if prompts is not None else [None] * n
+    keys = [
+        prompt_key(str(ds), e if isinstance(e, Mapping) else None, p)
+        for ds, e, p in zip(data_sources, extra, texts, strict=True)
+    ]
+    return np.asarray(keys, dtype=np.uint64)
+
+
+class IdentityBook:
+    """uid -> (stable key, data_source) for prompts handed to the rollout and not yet scored.
+
+    Bounded (first in, first out) so a uid that never comes back (a filtered group, an
+    aborted request) cannot grow it without limit.
+    """
+
+    def __init__(self, capacity: int = 262_144):
+        self.capacity = capacity
+        self._book: OrderedDict[str, tuple[int, str]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._book)
+
+    def remember(self, uids: Iterable[Any], keys: np.ndarray, data_sources: Iterable[Any]) -> None:
+        for uid, key, ds in zip(uids, keys.tolist(), data_sources, strict=True):
+            self._book[str(uid)] = (int(key), str(ds))
+        while len(self._book) > self.capacity:
+            self._book.popitem(last=False)
+
+    def lookup(self, uids: Iterable[Any]) -> list[tuple[int, str] | None]:
+        return [self._book.get(str(uid)) for uid in uids]
+
+    def forget(self, uids: Iterable[Any]) -> None:
+        for uid in uids:
+            self._book.pop(str(uid), None)
