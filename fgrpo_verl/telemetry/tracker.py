@@ -23,6 +23,7 @@ PASS_AT_K = (1, 8, 64, 256)
 MAX_DATA_SOURCES = 256
 OTHER_DATA_SOURCE = "other"
 _EMPTY = -1
+_MIN_ROWS = 4096
 
 
 def _table_size(capacity: int) -> int:
@@ -64,11 +65,17 @@ class PromptTracker:
         self.evictions = 0
         self.data_sources: list[str] = []
         self._ds_ids: dict[str, int] = {}
-        # Arrays are allocated lazily, growing geometrically up to capacity.
-        self._alloc(min(self.capacity, 4096))
+        # Arrays grow geometrically up to capacity (sizes depend only on the prompt count, see _rows_for).
+        self._alloc(self._rows_for(1))
         self._reset_aggregates()
 
     # ------------------------------------------------------------------ storage
+    def _rows_for(self, n: int) -> int:
+        rows = _MIN_ROWS
+        while rows < n:
+            rows *= 2
+        return min(self.capacity, rows)
+
     def _alloc(self, rows: int) -> None:
         old = getattr(self, "keys", None)
         n = self.size
@@ -228,7 +235,7 @@ class PromptTracker:
     def _insert(self, keys: np.ndarray, ds_ids: np.ndarray) -> np.ndarray:
         m = keys.shape[0]
         if self.size + m > len(self.keys):
-            self._alloc(min(self.capacity, max(2 * len(self.keys), self.size + m)))
+            self._alloc(self._rows_for(self.size + m))
         rows = np.arange(self.size, self.size + m, dtype=np.int32)
         self.keys[rows] = keys
         self.ds[rows] = ds_ids
@@ -337,7 +344,7 @@ class PromptTracker:
         n = int(state["keys"].shape[0])
         tracker.keys = np.zeros(0, np.uint64)  # force a fresh allocation of the right size
         tracker.size = 0
-        tracker._alloc(max(min(tracker.capacity, n), 1) if n <= tracker.capacity else n)
+        tracker._alloc(tracker._rows_for(n) if n <= tracker.capacity else n)
         for name in ("keys", "ds", "rate", "ever", "last_step", "visits", "hist"):
             getattr(tracker, name)[:n] = state[name]
         tracker.size = n
