@@ -24,6 +24,9 @@ MAX_DATA_SOURCES = 256
 OTHER_DATA_SOURCE = "other"
 _EMPTY = -1
 _MIN_ROWS = 4096
+# pass@k sums are kept in fixed point (int64, units of 2^-40): incremental updates and a full
+# recomputation give bit-identical results, so a restored tracker reports exactly the same numbers.
+_FIXED_ONE = float(2**40)
 
 
 def _table_size(capacity: int) -> int:
@@ -161,7 +164,7 @@ class PromptTracker:
         self._ever = np.zeros(n, np.int64)
         self._now = np.zeros(n, np.int64)
         self._forgotten = np.zeros(n, np.int64)
-        self._passk = np.zeros((n, len(self.ks)), np.float64)
+        self._passk = np.zeros((n, len(self.ks)), np.int64)
         self._forgotten_events = getattr(self, "_forgotten_events", np.zeros(n, np.int64))
 
     def _grow_aggregates(self) -> None:
@@ -169,7 +172,7 @@ class PromptTracker:
         for name in ("_tracked", "_ever", "_now", "_forgotten", "_forgotten_events"):
             arr = getattr(self, name)
             setattr(self, name, np.concatenate([arr, np.zeros(n - arr.shape[0], arr.dtype)]))
-        self._passk = np.concatenate([self._passk, np.zeros((n - self._passk.shape[0], len(self.ks)))])
+        self._passk = np.concatenate([self._passk, np.zeros((n - self._passk.shape[0], len(self.ks)), np.int64)])
 
     def _contrib(self, rows: np.ndarray, sign: int) -> None:
         """Add (sign=+1) or remove (-1) the rows' contribution to the per-data_source aggregates."""
@@ -184,7 +187,10 @@ class PromptTracker:
         self._now += sign * np.bincount(ds, weights=rate > 0, minlength=n).astype(np.int64)
         self._forgotten += sign * np.bincount(ds, weights=ever & (rate <= 0), minlength=n).astype(np.int64)
         for j, k in enumerate(self.ks):
-            self._passk[:, j] += sign * np.bincount(ds, weights=pass_at_k_proxy(rate, k), minlength=n)
+            fixed = np.rint(pass_at_k_proxy(rate, k) * _FIXED_ONE).astype(np.int64)
+            sums = np.zeros(n, np.int64)
+            np.add.at(sums, ds, fixed)
+            self._passk[:, j] += sign * sums
 
     def _recompute_aggregates(self) -> None:
         events = self._forgotten_events
@@ -290,7 +296,10 @@ class PromptTracker:
                 solved_now=int(self._now[ds]),
                 forgotten=int(self._forgotten[ds]),
                 forgotten_events=int(self._forgotten_events[ds]),
-                pass_at_k={k: (float(self._passk[ds, j]) / tracked if tracked else 0.0) for j, k in enumerate(self.ks)},
+                pass_at_k={
+                    k: (float(self._passk[ds, j]) / _FIXED_ONE / tracked if tracked else 0.0)
+                    for j, k in enumerate(self.ks)
+                },
             )
         return out
 
