@@ -113,13 +113,16 @@ class PromptTracker:
         pos = self._home(self.keys[rows])
         mask = int(self._mask)
         pending = np.arange(rows.shape[0])
+        claim = np.empty(len(self._slots), np.int64)  # scratch; np.empty touches only the pages written
         while pending.size:
             p = pos[pending]
             free = self._slots[p] == _EMPTY
-            # Several pending keys may want the same free slot: the first wins, the others probe on.
+            # Several pending keys may want the same free slot: one wins (whichever scatter wrote last),
+            # the others probe on.  O(pending) per round, no sort.
             cand = pending[free]
-            _, first = np.unique(p[free], return_index=True)
-            winners = cand[first]
+            want = p[free]
+            claim[want] = cand
+            winners = cand[claim[want] == cand]
             self._slots[pos[winners]] = rows[winners]
             placed = np.zeros(rows.shape[0], np.bool_)
             placed[winners] = True
@@ -256,7 +259,7 @@ class PromptTracker:
     def _evict(self, at_least: int) -> None:
         """Drop the least recently seen prompts (a twentieth of capacity at a time, amortising the rebuild)."""
         drop = min(self.size, max(at_least, self.capacity // 20))
-        keep = np.sort(np.argsort(self.last_step[: self.size], kind="stable")[drop:])
+        keep = np.sort(np.argpartition(self.last_step[: self.size], drop - 1)[drop:]) if drop else np.arange(0)
         for name in ("keys", "ds", "rate", "ever", "last_step", "visits", "hist"):
             arr = getattr(self, name)
             arr[: keep.shape[0]] = arr[keep]
