@@ -50,6 +50,9 @@ class TelemetryHub:
         self._lock = threading.Lock()
         self._configured = False
         self._warned_unknown = False
+        # data_source names seen by this hub (stable for its life; tracker ids are mapped per step)
+        self._sources: list[str] = [UNKNOWN_DATA_SOURCE]
+        self._source_index: dict[str, int] = {UNKNOWN_DATA_SOURCE: 0}
         self.last_stats: StepStats | None = None
 
     # ----------------------------------------------------------- configuration
@@ -97,7 +100,11 @@ class TelemetryHub:
         data_sources = [str(d) for d in data_sources]
         keys = prompt_keys(data_sources, extra_infos, prompts)
         with self._lock:
-            self.identities.remember(uids, keys, data_sources)
+            index = self._source_index
+            for name in set(data_sources) - index.keys():
+                index[name] = len(self._sources)
+                self._sources.append(name)
+            self.identities.remember(uids, keys, [index[d] for d in data_sources])
 
     # -------------------------------------------------------------------- step
     def on_step(self, step: Any) -> None:
@@ -120,13 +127,14 @@ class TelemetryHub:
         global_step = self.global_step if self.global_step is not None else self._calls
         uids = np.asarray(step.index, dtype=object)[stats.first_row]
         with self._lock:
-            found = self.identities.lookup(uids)
-        known = np.fromiter((f is not None for f in found), dtype=bool, count=len(found))
-        names = [f[1] if f is not None else UNKNOWN_DATA_SOURCE for f in found]
-        ds_ids = np.fromiter((self.tracker.data_source_id(n) for n in names), dtype=np.int64, count=len(names))
+            found = self.identities.lookup(uids, missing_source=0)
+            sources = list(self._sources)
+        keys = found[:, 0]
+        known = keys != 0
+        to_tracker = np.asarray([self.tracker.data_source_id(n) for n in sources], dtype=np.int64)
+        ds_ids = to_tracker[found[:, 1].astype(np.int64)]
         if known.any():
-            keys = np.fromiter((f[0] for f in found if f is not None), dtype=np.uint64, count=int(known.sum()))
-            self.tracker.update(keys, ds_ids[known], stats.success_rate[known], global_step)
+            self.tracker.update(keys[known], ds_ids[known], stats.success_rate[known], global_step)
         elif not self._warned_unknown:
             self._warned_unknown = True
             logger.warning(

@@ -102,28 +102,29 @@ def prompt_keys(
 
 
 class IdentityBook:
-    """uid -> (stable key, data_source) for prompts handed to the rollout and not yet scored.
+    """uid -> (stable key, data_source number) for prompts handed to the rollout and not yet scored.
 
     Bounded (first in, first out) so a uid that never comes back (a filtered group, an
-    aborted request) cannot grow it without limit.
+    aborted request) cannot grow it without limit.  Key 0 means "unknown" in lookups.
     """
 
     def __init__(self, capacity: int = 262_144):
         self.capacity = capacity
-        self._book: OrderedDict[str, tuple[int, str]] = OrderedDict()
+        self._book: OrderedDict[str, tuple[int, int]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._book)
 
-    def remember(self, uids: Iterable[Any], keys: np.ndarray, data_sources: Iterable[Any]) -> None:
-        for uid, key, ds in zip(uids, keys.tolist(), data_sources, strict=True):
-            self._book[str(uid)] = (int(key), str(ds))
-        while len(self._book) > self.capacity:
-            self._book.popitem(last=False)
+    def remember(self, uids: Iterable[Any], keys: np.ndarray, sources: Iterable[int]) -> None:
+        book = self._book
+        for uid, key, source in zip(uids, keys.tolist(), sources, strict=True):
+            book[str(uid)] = (key, int(source))
+        while len(book) > self.capacity:
+            book.popitem(last=False)
 
-    def lookup(self, uids: Iterable[Any]) -> list[tuple[int, str] | None]:
-        return [self._book.get(str(uid)) for uid in uids]
-
-    def forget(self, uids: Iterable[Any]) -> None:
-        for uid in uids:
-            self._book.pop(str(uid), None)
+    def lookup(self, uids: Iterable[Any], missing_source: int) -> np.ndarray:
+        """(G, 2) uint64 array of [key, data_source number]; key 0 where the uid is unknown."""
+        missing = (0, missing_source)
+        get = self._book.get
+        rows = [get(str(uid), missing) for uid in uids]
+        return np.asarray(rows, dtype=np.uint64).reshape(-1, 2)

@@ -41,6 +41,6 @@ def test_keys_do_not_depend_on_the_process():
 
 def test_identity_book_is_bounded_first_in_first_out():
     book = IdentityBook(capacity=3)
-    book.remember(["a", "b", "c", "d"], np.arange(4, dtype=np.uint64), ["m"] * 4)
+    book.remember(["a", "b", "c", "d"], np.arange(1, 5, dtype=np.uint64), [1, 1, 2, 2])
     assert len(book) == 3
-    assert book.lookup(["a", "d"]) == [None, (3, "m")]
+    assert book.lookup(["a", "d", "zz"], missing_source=0).tolist() == [[0, 0], [4, 2], [0, 0]]
