@@ -169,3 +169,43 @@ def test_exporter_failure_never_stops_the_estimator(fresh_hub, caplog):
     assert "step listener" in caplog.text and "disk full" in caplog.text
     assert out.batch["advantages"].abs().sum() > 0  # training data intact
     assert "fgrpo_telemetry_errors_total 1.0" in _scrape(hub.exporter.port)
+
+
+def test_tls_endpoint_with_client_certificates(tmp_path, fresh_hub):
+    """prometheus-client's own TLS options: server certificate plus required client certificates."""
+    import ssl
+    import subprocess
+
+    def cert(name: str) -> tuple[Path, Path]:
+        key, crt = tmp_path / f"{name}.key", tmp_path / f"{name}.crt"
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+             "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(crt)],
+            check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
+        return key, crt
+
+    server_key, server_crt = cert("server")
+    client_key, client_crt = cert("client")
+    port = free_port()
+    hub = fresh_hub
+    hub.configure(
+        {
+            "port": port,
+            "addr": "127.0.0.1",
+            "certfile": str(server_crt),
+            "keyfile": str(server_key),
+            "client_cafile": str(client_crt),
+            "client_auth_required": True,
+        }
+    )
+    assert hub.exporter is not None
+    ctx = ssl.create_default_context(cafile=str(server_crt))
+    ctx.load_cert_chain(str(client_crt), str(client_key))
+    with urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", context=ctx, timeout=10) as resp:
+        assert "fgrpo_training_steps_total" in resp.read().decode()
+    no_client_cert = ssl.create_default_context(cafile=str(server_crt))
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", context=no_client_cert, timeout=10)
+    with pytest.raises(OSError):  # plain HTTP is refused too
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10)

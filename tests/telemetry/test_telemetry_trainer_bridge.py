@@ -105,3 +105,25 @@ def test_tracker_saved_with_verl_checkpoint_and_restored_in_a_new_process(tmp_pa
     assert restored["report"] == expected
     # and it keeps tracking from there: step 3 revisits prompts of step 1 in the restored process
     assert restored["after_step_3_forgotten"] == 2
+
+
+def test_one_override_serves_per_prompt_metrics_from_the_trainer(tmp_path):
+    """Only ``+algorithm.focal.metrics.port`` (and a loopback address for the test) is added."""
+    import urllib.request
+
+    from _telemetry_promserver import free_port
+
+    port = free_port()
+    kv = MemoryKV()
+    trainer = make_trainer(
+        str(tmp_path / "ckpt"),
+        kv,
+        overrides=(f"+algorithm.focal.metrics.port={port}", "+algorithm.focal.metrics.addr=127.0.0.1"),
+    )
+    rollout_step(trainer, kv, STEP_1)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        body = resp.read().decode()
+    assert 'fgrpo_tracked_prompts{data_source="math"} 4.0' in body
+    assert 'fgrpo_tracked_prompts{data_source="gsm8k"} 2.0' in body
+    assert 'fgrpo_groups_total{data_source="gsm8k",outcome="all_wrong"} 1.0' in body
+    assert "fgrpo_global_step 1.0" in body
