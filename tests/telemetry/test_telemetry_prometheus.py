@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from _telemetry_batches import algorithm_config, run_step
-from _telemetry_promserver import free_port, running_prometheus
+from _telemetry_promserver import free_port, require_binary, running_prometheus
 
 from fgrpo_verl.telemetry import hub as hub_module
 
@@ -176,10 +176,12 @@ def test_tls_endpoint_with_client_certificates(tmp_path, fresh_hub):
     import ssl
     import subprocess
 
+    openssl = require_binary("openssl")
+
     def cert(name: str) -> tuple[Path, Path]:
         key, crt = tmp_path / f"{name}.key", tmp_path / f"{name}.crt"
         subprocess.run(
-            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+            [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
              "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(crt)],
             check=True, capture_output=True, timeout=60,
         )  # fmt: skip
