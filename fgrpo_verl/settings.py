@@ -177,7 +177,7 @@ def parse_settings(focal_node: Any, root: Any = None) -> FocalSettings:
     from fgrpo_verl.telemetry.options import TelemetryConfigError, parse_options
 
     try:
-        parse_options(metrics)
+        parse_options(metrics, check_files=False)  # files are checked where the endpoint starts
     except TelemetryConfigError as exc:
         raise FocalConfigError(str(exc)) from None
     return FocalSettings(

@@ -26,7 +26,7 @@ import numpy as np
 
 from fgrpo_verl.telemetry.exporter import Exporter, MetricsState
 from fgrpo_verl.telemetry.identity import UNKNOWN_DATA_SOURCE, IdentityBook, prompt_keys
-from fgrpo_verl.telemetry.options import TelemetryOptions, parse_options
+from fgrpo_verl.telemetry.options import TelemetryConfigError, TelemetryOptions, parse_options
 from fgrpo_verl.telemetry.step_stats import StepStats, compute_step_stats, logger_metrics
 from fgrpo_verl.telemetry.tracker import PromptTracker
 
@@ -110,7 +110,11 @@ class TelemetryHub:
     def on_step(self, step: Any) -> None:
         """Estimator listener: ``step`` is a :class:`fgrpo_verl.estimator.FocalStep`."""
         if not self._configured:
-            self.configure(step.settings.metrics)
+            try:
+                self.configure(step.settings.metrics)
+            except TelemetryConfigError as exc:
+                logger.error("fgrpo telemetry: %s; the endpoint stays off, training continues", exc)
+                self.configure(TelemetryOptions(tracker_capacity=self.tracker.capacity))
         if not self.options.enable:
             return
         try:

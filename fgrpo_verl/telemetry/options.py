@@ -105,15 +105,20 @@ def _as_int(raw: Any, name: str, low: int, high: int, fix: str) -> int:
     return value
 
 
-def _readable_file(raw: Any, name: str) -> str:
+def _readable_file(raw: Any, name: str, check_files: bool) -> str:
     path = str(raw)
-    if not os.path.isfile(path):
+    if check_files and not os.path.isfile(path):
         raise TelemetryConfigError(f"{_key(name)}={path!r}: no such file; give the path of a PEM file")
     return path
 
 
-def parse_options(raw: Any) -> TelemetryOptions:
-    """Validate the ``algorithm.focal.metrics`` mapping (dict or None) into :class:`TelemetryOptions`."""
+def parse_options(raw: Any, check_files: bool = True) -> TelemetryOptions:
+    """Validate the ``algorithm.focal.metrics`` mapping (dict or None) into :class:`TelemetryOptions`.
+
+    ``check_files=False`` checks structure only: the estimator re-reads its settings every step,
+    and a file vanishing mid-run must not stop training.  The files are checked where the endpoint
+    starts (the trainer, before any worker is created).
+    """
     raw = dict(raw or {})
     auth = sorted(set(raw) & set(_BASIC_AUTH_KEYS))
     if auth:
@@ -143,20 +148,22 @@ def parse_options(raw: Any) -> TelemetryOptions:
     if file_sd is not None:
         file_sd = str(file_sd)
         parent = os.path.dirname(os.path.abspath(file_sd))
-        if not os.path.isdir(parent):
+        if check_files and not os.path.isdir(parent):
             raise TelemetryConfigError(
                 f"{_key('file_sd')}={file_sd!r}: directory {parent!r} does not exist; create it or point the "
                 "option at the directory Prometheus's file_sd_configs reads"
             )
         if port is None:
             raise TelemetryConfigError(f"{_key('file_sd')} is set but {_key('port')} is not: set a port too")
-    certfile = _readable_file(raw["certfile"], "certfile") if raw.get("certfile") is not None else None
-    keyfile = _readable_file(raw["keyfile"], "keyfile") if raw.get("keyfile") is not None else None
+    certfile = _readable_file(raw["certfile"], "certfile", check_files) if raw.get("certfile") is not None else None
+    keyfile = _readable_file(raw["keyfile"], "keyfile", check_files) if raw.get("keyfile") is not None else None
     if (certfile is None) != (keyfile is None):
         raise TelemetryConfigError(f"TLS needs both {_key('certfile')} and {_key('keyfile')}; set both or neither")
-    client_cafile = _readable_file(raw["client_cafile"], "client_cafile") if raw.get("client_cafile") else None
+    client_cafile = (
+        _readable_file(raw["client_cafile"], "client_cafile", check_files) if raw.get("client_cafile") else None
+    )
     client_capath = raw.get("client_capath")
-    if client_capath is not None and not os.path.isdir(str(client_capath)):
+    if check_files and client_capath is not None and not os.path.isdir(str(client_capath)):
         raise TelemetryConfigError(f"{_key('client_capath')}={client_capath!r} is not a directory")
     client_auth_required = _as_bool(raw.get("client_auth_required", False), "client_auth_required")
     if (client_cafile or client_capath or client_auth_required) and certfile is None:

@@ -41,8 +41,6 @@ def test_defaults_keep_the_endpoint_off_but_telemetry_on():
         ({"port": "http"}, "algorithm.focal.metrics.port='http' is not an integer"),
         ({"prot": 9464}, "unknown telemetry option algorithm.focal.metrics.prot"),
         ({"port": 9464, "addr": "localhost"}, "algorithm.focal.metrics.addr='localhost' is not an IP address"),
-        ({"port": 9464, "certfile": "/nonexistent.pem", "keyfile": "/x"}, "algorithm.focal.metrics.certfile"),
-        ({"file_sd": "/nonexistent-dir/x.json", "port": 1}, "algorithm.focal.metrics.file_sd"),
         ({"basic_auth": {"user": "a"}}, "basic auth is not offered by prometheus-client"),
         ({"tracker_capacity": 0}, "algorithm.focal.metrics.tracker_capacity=0 is out of range"),
         ({"enable": "maybe"}, "algorithm.focal.metrics.enable='maybe' is not a boolean"),
@@ -55,6 +53,36 @@ def test_bad_options_name_the_key(metrics, message):
     with pytest.raises(FocalConfigError) as err2:  # and through the plugin's settings (start-up check)
         parse_settings({"metrics": metrics})
     assert message in str(err2.value)
+
+
+@pytest.mark.parametrize(
+    ("metrics", "message"),
+    [
+        ({"port": 9464, "certfile": "/nonexistent.pem", "keyfile": "/x"}, "algorithm.focal.metrics.certfile"),
+        ({"file_sd": "/nonexistent-dir/x.json", "port": 1}, "algorithm.focal.metrics.file_sd"),
+    ],
+)
+def test_missing_files_fail_where_the_endpoint_starts_not_in_the_estimator(metrics, message):
+    with pytest.raises(TelemetryConfigError) as err:
+        parse_options(metrics)
+    assert message in str(err.value)
+    # The estimator re-reads its settings every step: a file vanishing mid-run must not stop training.
+    assert parse_settings({"metrics": metrics}).metrics == metrics
+
+
+def test_missing_file_fails_when_verls_trainer_is_built(tmp_path):
+    from _telemetry_trainer import MemoryKV, make_trainer
+
+    with pytest.raises(TelemetryConfigError, match=r"algorithm\.focal\.metrics\.certfile='/nonexistent\.pem'"):
+        make_trainer(
+            str(tmp_path),
+            MemoryKV(),
+            overrides=(
+                "+algorithm.focal.metrics.port=9464",
+                "+algorithm.focal.metrics.certfile=/nonexistent.pem",
+                "+algorithm.focal.metrics.keyfile=/nonexistent.key",
+            ),
+        )
 
 
 def test_file_sd_without_port_is_rejected(tmp_path):
