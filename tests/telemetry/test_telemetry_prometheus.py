@@ -63,6 +63,16 @@ def test_prometheus_scrapes_known_batches_and_evaluates_dashboard(tmp_path, fres
         time.sleep(2.5)  # a few scrapes of step 1, so increase() over the dashboard windows sees a change
         run_step(algorithm, STEP_2, hub)
         prom.wait_for("fgrpo_training_steps_total", lambda v: v and next(iter(v.values())) == 2.0)
+        # verl's logger dict as the Tracking wrapper hands it over (see the trainer bridge test)
+        verl_scalars = {
+            "critic/score/mean": 0.4,
+            "actor/entropy": 0.7,
+            "response_length/mean": 812.0,
+            "prompt_length/mean": 120.0,
+            "timing_s/step": 95.0,
+            "fgrpo/groups/mixed": 3.0,  # not mirrored: only the fixed list of verl scalars is
+        }
+        hub.observe_verl_metrics(verl_scalars, 2)
 
         base = (("instance", f"127.0.0.1:{port}"), ("job", "fgrpo"))
 
@@ -110,8 +120,20 @@ def test_prometheus_scrapes_known_batches_and_evaluates_dashboard(tmp_path, fres
             promql = expr.replace("$data_source", ".*").replace("$__rate_interval", "1m")
             result = prom.get("/api/v1/query_range", query=promql, start=str(end - 20), end=str(end), step="1")
             assert result["status"] == "success", (expr, result)
-            if "fgrpo_verl_metric" not in expr:  # verl's scalars are mirrored by the trainer hook, absent here
-                assert result["data"]["result"], f"dashboard expression returned no series: {expr}"
+            assert result["data"]["result"], f"dashboard expression returned no series: {expr}"
+        mirrored = prom.vector("fgrpo_verl_metric")
+        assert {dict(k)["name"]: v for k, v in mirrored.items()} == {
+            k: v for k, v in verl_scalars.items() if not k.startswith("fgrpo/")
+        }
+
+
+def test_committed_dashboard_is_generated_from_code():
+    module = _dashboard_module()
+    assert (MONITORING / "grafana_dashboard.json").read_text() == module.render(), (
+        "grafana_dashboard.json is stale: run python scripts/monitoring/generate_dashboard.py"
+    )
+    titles = [p["title"] for p in json.loads(module.render())["panels"] if p["type"] != "row"]
+    assert "Batch pass@1 vs training-set pass@k proxy" in titles and "Group outcome mix" in titles
 
 
 def test_metrics_size_does_not_grow_with_prompts(fresh_hub):
