@@ -11,7 +11,8 @@ trainer classes (``register_trainer``'s extension point), supply the rest:
   estimator, which feeds the hub), the step's ``fgrpo/*`` scalars go into ``metrics``,
   and from there into every configured logger backend.
 * ``on_train_begin``: wraps the ``Tracking`` instance so verl's core scalars are also
-  mirrored onto the Prometheus endpoint.
+  mirrored onto the Prometheus endpoint; ``fit`` closes the endpoint (and its file_sd
+  target) when training ends.
 * ``_save_checkpoint`` / ``_load_checkpoint``: the tracker is saved as
   ``global_step_N/fgrpo_telemetry.npz`` beside verl's own files and restored on resume.
 
@@ -107,6 +108,15 @@ class FocalTelemetryTrainerMixin:
         tracking = getattr(self, "logger", None)
         if hub is not None and tracking is not None and not isinstance(tracking, MirroringTracking):
             self.logger = MirroringTracking(tracking, hub)
+
+    def fit(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().fit(*args, **kwargs)
+        finally:
+            # verl's fit returns at the last step without on_train_end: stop serving and remove the
+            # file_sd target here, so a finished run is not reported as a down exporter.
+            if self._fgrpo_hub is not None:
+                self._fgrpo_hub.close()
 
     # -------------------------------------------------------------- checkpoints
     def _fgrpo_step_folder(self) -> str:

@@ -34,6 +34,7 @@ HOOKED_METHODS: dict[str, tuple[str, ...]] = {
     "_fetch_one_gen_batch": ("self",),
     "_compute_advantage": ("self", "batch", "metrics"),
     "on_train_begin": ("self",),
+    "fit": ("self", "agent_loop_manager"),
     "_save_checkpoint": ("self",),
     "_load_checkpoint": ("self",),
 }

@@ -127,3 +127,24 @@ def test_one_override_serves_per_prompt_metrics_from_the_trainer(tmp_path):
     assert 'fgrpo_tracked_prompts{data_source="gsm8k"} 2.0' in body
     assert 'fgrpo_groups_total{data_source="gsm8k",outcome="all_wrong"} 1.0' in body
     assert "fgrpo_global_step 1.0" in body
+
+
+def test_fit_ending_closes_the_endpoint_and_removes_the_file_sd_target(tmp_path):
+    from _telemetry_promserver import free_port
+
+    sd = tmp_path / "fgrpo.json"
+    trainer = make_trainer(
+        str(tmp_path / "ckpt"),
+        MemoryKV(),
+        overrides=(
+            f"+algorithm.focal.metrics.port={free_port()}",
+            "+algorithm.focal.metrics.addr=127.0.0.1",
+            f"+algorithm.focal.metrics.file_sd={sd}",
+        ),
+    )
+    assert sd.exists()
+    # verl's own fit stops early here (no rollout servers or validation data on CPU); it must still clean up
+    with pytest.raises(Exception):  # noqa: B017 -- whatever verl raises without GPUs
+        trainer.fit(None)
+    assert hub_module.get_hub().exporter is None
+    assert not sd.exists()
