@@ -233,3 +233,17 @@ def test_tls_endpoint_with_client_certificates(tmp_path, fresh_hub):
         urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", context=no_client_cert, timeout=10)
     with pytest.raises(OSError):  # plain HTTP is refused too
         urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10)
+
+
+def test_without_trainer_hooks_step_metrics_still_flow(fresh_hub, caplog):
+    """No prompt identities (e.g. the legacy trainer): step statistics and the endpoint work, tracking is off."""
+    port = free_port()
+    algorithm = algorithm_config(port=port, addr="127.0.0.1")
+    with caplog.at_level("WARNING"):
+        run_step(algorithm, [("math", 0, 1), ("math", 1, 4)], hub=None)  # the endpoint starts lazily here
+    assert "no stable prompt identity" in caplog.text
+    body = _scrape(port)
+    assert 'fgrpo_groups_total{data_source="unknown",outcome="mixed"} 1.0' in body
+    assert 'fgrpo_groups_total{data_source="unknown",outcome="all_correct"} 1.0' in body
+    assert "fgrpo_tracked_prompts{" not in body
+    assert fresh_hub.drain_logger_metrics()["fgrpo/groups/total"] == 2
