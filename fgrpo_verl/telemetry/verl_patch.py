@@ -4,14 +4,17 @@ Why a patch: verl selects the trainer class by ``trainer.v1.trainer_mode`` from
 ``TRAINER_REGISTRY``; ``register_trainer`` refuses to re-register a taken name.  Asking
 users to switch ``trainer_mode`` to a plugin-specific name would break the contract that
 one override (``+algorithm.focal.metrics.port=...``) turns telemetry on and nothing else
-changes, and would lose verl's own async modes.  So, when ``verl.trainer.ppo.v1`` is
-imported, the registry entries ``sync``, ``colocate_async`` and ``separate_async`` are
-replaced by subclasses adding :class:`~fgrpo_verl.telemetry.trainer.FocalTelemetryTrainerMixin`
-(which does nothing unless ``algorithm.adv_estimator=focal_grpo``).  Set
-``FGRPO_VERL_TRAINER_HOOKS=0`` to leave verl's registry untouched (step statistics and the
-endpoint still work; per-prompt tracking and the ``fgrpo/*`` logger keys need the hooks).
+changes -- and verl branches on the mode *name* (any name other than ``sync`` gets the
+async replay buffer and async prompt submission), so a renamed sync trainer would not
+even train the same way.  So, when ``verl.trainer.ppo.v1`` is imported, the registry
+entries ``sync``, ``colocate_async`` and ``separate_async`` are replaced by subclasses
+adding :class:`~fgrpo_verl.telemetry.trainer.FocalTelemetryTrainerMixin` (which does
+nothing unless ``algorithm.adv_estimator=focal_grpo``).  Set
+``FGRPO_VERL_TRAINER_HOOKS=0`` to leave verl's registry untouched (step statistics and
+the endpoint still work; per-prompt tracking and the ``fgrpo/*`` logger keys need the
+hooks).
 
-``tests/telemetry/test_verl_patch.py`` fails loudly if verl moves the registry, the
+``tests/telemetry/test_telemetry_verl_patch.py`` fails loudly if verl moves the registry, the
 trainer names or the signatures of the hooked methods.
 """
 
