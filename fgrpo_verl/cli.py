@@ -17,6 +17,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fgrpo_verl.commands.check_config",
     "fgrpo_verl.commands.eval_passk",
     "fgrpo_verl.commands.dry_run",
+    "fgrpo_verl.commands.analyze_rollouts",
 )
 
 

@@ -86,6 +86,12 @@ def install() -> None:
     from fgrpo_verl.evaluation.verl_validation import install_validation_passk
 
     install_validation_passk()
+    try:  # telemetry is optional: the estimator must work even if it cannot start
+        from fgrpo_verl.telemetry import activate
+
+        activate()
+    except Exception:
+        logger.exception("fgrpo-verl telemetry is off (the estimator is unaffected)")
 
 
 def load() -> None:

@@ -174,6 +174,12 @@ def parse_settings(focal_node: Any, root: Any = None) -> FocalSettings:
     metrics = raw.get("metrics") or {}
     if not isinstance(metrics, dict):
         raise FocalConfigError(f"{_key('metrics')} must be a mapping of telemetry options, got {metrics!r}")
+    from fgrpo_verl.telemetry.options import TelemetryConfigError, parse_options
+
+    try:
+        parse_options(metrics, check_files=False)  # files are checked where the endpoint starts
+    except TelemetryConfigError as exc:
+        raise FocalConfigError(str(exc)) from None
     return FocalSettings(
         gamma=gamma,
         base=base,
