@@ -15,6 +15,8 @@ from collections.abc import Sequence
 COMMAND_MODULES: tuple[str, ...] = (
     "fgrpo_verl.commands.demo_estimator",
     "fgrpo_verl.commands.check_config",
+    "fgrpo_verl.commands.simulate",
+    "fgrpo_verl.commands.tail_miss",
 )
 
 
