@@ -19,6 +19,8 @@ def build_config(args: argparse.Namespace):
     from fgrpo_verl.sim.runner import OptimizerSettings
     from fgrpo_verl.sim.sweep import SweepConfig, parse_floats, parse_group_sizes, seeds_from
 
+    if args.threads < 1:
+        raise ValueError(f"--threads must be an integer >= 1, got {args.threads}")
     setup = CategoricalSetup(num_actions=args.num_actions, num_correct=args.num_correct)
     optimizer = OptimizerSettings(lr=args.lr, weight_decay=args.weight_decay)
     common = {"setup": setup, "optimizer": optimizer, "objective": args.objective}
@@ -48,19 +50,21 @@ def run(args: argparse.Namespace) -> int:
 
     from fgrpo_verl.sim.sweep import findings, run_sweep
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    # One thread by default: the per-step tensors (|A| x seeds) are too small to amortise OpenMP
+    # hand-offs, and on a shared machine extra threads spin-wait (measured: 2 threads 3-8x slower).
+    torch.set_num_threads(args.threads)
+    dtype = {"float32": torch.float32, "float64": torch.float64}[args.dtype]
     out = Path(args.output_dir)
     n_cells = len(config.cells)
     print(
         f"Categorical policy: |A| = {config.setup.num_actions:,}, {config.setup.num_correct:,} correct; "
         f"N in {list(config.group_sizes)}; gamma in {list(config.gammas)}; {len(config.seeds)} seed(s); "
         f"{config.steps} steps; AdamW lr {config.optimizer.lr:g}, weight decay {config.optimizer.weight_decay:g}; "
-        f"objective {config.objective}; {n_cells} cells."
+        f"objective {config.objective}; {args.dtype}; {n_cells} cells."
     )
     if config.reduced:
         print(f"Note: {config.reduced}")
-    result = run_sweep(config, progress=not args.no_progress)
+    result = run_sweep(config, progress=not args.no_progress, dtype=dtype)
     print()
     print(result.table())
     print()
@@ -103,7 +107,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--lr", type=float, default=1e-2, help="AdamW learning rate (default 1e-2)")
     parser.add_argument("--weight-decay", type=float, default=0.0, help="AdamW decoupled weight decay (default 0)")
     parser.add_argument("--output-dir", default="outputs/simulate", help="JSON and PNGs go here")
-    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1, fastest here)")
+    parser.add_argument(
+        "--dtype",
+        choices=("float32", "float64"),
+        default="float32",
+        help="logits, optimizer state and metrics precision (default float32)",
+    )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNGs")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)

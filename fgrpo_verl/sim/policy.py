@@ -89,22 +89,87 @@ class RunRandomness:
         self.numpy = np.random.default_rng(self.seed)
 
 
+_BLOCK = 512  # two-level sampler block size: |A| / 512 blocks, then 512 actions inside a block
+_TWO_LEVEL_MAX_DRAWS = 64
+
+
+def _two_level_draws(probs: torch.Tensor, group_size: int, generator: torch.Generator) -> torch.Tensor:
+    """Exact i.i.d. draws for small N: pick a block by its mass, then an action inside the block.
+
+    ``torch.multinomial`` builds a cumulative table over all |A| actions on every call; for a
+    handful of draws that table dominates the step.  Block sums cost one read of ``probs``.
+    """
+    num_actions = probs.shape[0]
+    blocks = -(-num_actions // _BLOCK)
+    padded = torch.nn.functional.pad(probs, (0, blocks * _BLOCK - num_actions)).view(blocks, _BLOCK)
+    block = torch.multinomial(padded.sum(dim=1), group_size, replacement=True, generator=generator)
+    inside = torch.multinomial(padded[block], 1, replacement=True, generator=generator).squeeze(1)
+    return block * _BLOCK + inside
+
+
+def draw_actions(probs: torch.Tensor, group_size: int, streams: Sequence[RunRandomness]) -> torch.Tensor:
+    """``group_size`` i.i.d. actions per run from ``probs`` (R, |A|); returns (R, N) long."""
+    if group_size <= _TWO_LEVEL_MAX_DRAWS:
+        rows = [_two_level_draws(probs[i], group_size, s.torch) for i, s in enumerate(streams)]
+    else:
+        rows = [
+            torch.multinomial(probs[i], group_size, replacement=True, generator=s.torch) for i, s in enumerate(streams)
+        ]
+    return torch.stack(rows)
+
+
+def uses_count_sampler(group_size: int, num_actions: int) -> bool:
+    """Large groups are drawn as counts directly (O(|A|) whatever N), small ones as actions."""
+    return group_size > num_actions // 4
+
+
 def sample_counts(probs: torch.Tensor, group_size: int, streams: Sequence[RunRandomness]) -> torch.Tensor:
     """Draw ``group_size`` i.i.d. actions per run; return per-action counts n_a, shape (R, |A|).
 
-    Small groups: ``torch.multinomial`` + one ``bincount`` (O(|A| + N)).  Groups larger than
-    |A| / 4: NumPy's exact multinomial sampler, whose cost is O(|A|) whatever N is (one
-    conditional binomial per action), so N = 131,072 costs about as much as N = 30,000.
+    Small groups: :func:`draw_actions` + one ``bincount``.  Groups larger than |A| / 4: NumPy's
+    exact multinomial sampler, whose cost is O(|A|) whatever N is (one conditional binomial per
+    action), so N = 131,072 costs about as much as N = 30,000.
     """
     runs, num_actions = probs.shape
-    if group_size > num_actions // 4:
-        rows = [s.numpy.multinomial(group_size, probs[i].double().numpy()) for i, s in enumerate(streams)]
+    if uses_count_sampler(group_size, num_actions):
+        p64 = probs.double()
+        p64 = p64 / p64.sum(dim=1, keepdim=True)  # float32 rounding can leave sum(p) slightly above 1
+        rows = [s.numpy.multinomial(group_size, p64[i].numpy()) for i, s in enumerate(streams)]
         return torch.from_numpy(np.stack(rows)).to(probs.dtype)
-    draws = torch.stack(
-        [torch.multinomial(probs[i], group_size, replacement=True, generator=s.torch) for i, s in enumerate(streams)]
-    )
+    draws = draw_actions(probs, group_size, streams)
     flat = draws + torch.arange(runs).unsqueeze(1) * num_actions  # one bincount for all runs
     return torch.bincount(flat.reshape(-1), minlength=runs * num_actions).reshape(runs, num_actions).to(probs.dtype)
+
+
+def draw_advantages(
+    draws: torch.Tensor, num_correct: int, gamma: float, setup: CategoricalSetup, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per-draw g * r_j / N for explicit draws (R, N): the sparse form of :func:`count_advantages`."""
+    correct = draws < num_correct
+    mu_hat = correct.to(dtype).mean(dim=1)
+    weight = focal_weight(mu_hat, gamma).to(dtype)
+    spread = setup.reward_correct - setup.reward_wrong
+    scale = weight / draws.shape[1]
+    per_draw = torch.where(
+        correct, (spread * (1.0 - mu_hat) * scale).unsqueeze(1), (-spread * mu_hat * scale).unsqueeze(1)
+    )
+    return per_draw, mu_hat, weight
+
+
+def loss_gradient_from_draws(
+    probs: torch.Tensor, draws: torch.Tensor, per_draw: torch.Tensor, objective: Objective, out: torch.Tensor
+) -> torch.Tensor:
+    """-dL/dz (the gradient AdamW minimises) written into ``out``: the maths of :func:`surrogate_gradient`
+    with c scattered from the N draws and no |A|-sized temporaries.
+
+    For ``logprob`` the -p * sum(c) term is dropped: sum(c) = g / N * sum_j (R_j - mean R) = 0
+    identically for the mean baseline, so -dL/dz = -c.
+    """
+    out.zero_().scatter_add_(1, draws, -per_draw)  # out = -c
+    if objective == "prob":
+        inner = (per_draw * probs.gather(1, draws)).sum(dim=1, keepdim=True)  # <c, p> from N terms
+        out.add_(inner).mul_(probs)  # p * (<c, p> - c)
+    return out
 
 
 def group_success_rate_from_counts(counts: torch.Tensor, num_correct: int) -> torch.Tensor:

@@ -18,9 +18,13 @@ from fgrpo_verl.sim.policy import (
     RunRandomness,
     correct_mass,
     count_advantages,
+    draw_actions,
+    draw_advantages,
+    loss_gradient_from_draws,
     retained_positive_mass,
     sample_counts,
     surrogate_gradient,
+    uses_count_sampler,
 )
 from fgrpo_verl.sim.validation import require_gamma, require_int, require_positive
 
@@ -83,7 +87,7 @@ class CategoricalRun:
         seeds: Sequence[int],
         optimizer: OptimizerSettings | None = None,
         objective: Objective = "logprob",
-        dtype: torch.dtype = torch.float64,
+        dtype: torch.dtype = torch.float32,
     ) -> None:
         self.setup = setup
         self.group_size = require_int("group_size (N)", group_size, minimum=1)
@@ -98,14 +102,20 @@ class CategoricalRun:
         self.logits = setup.initial_logits(len(self.seeds), dtype)
         self.optimizer = (optimizer or OptimizerSettings()).build(self.logits)
         self.initial_probs = torch.softmax(self.logits, dim=1)
+        self._buffer = torch.empty_like(self.logits)  # reused gradient storage (small-N path)
 
     @torch.no_grad()
     def step(self, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """One AdamW ascent step on L from the current probabilities; returns (mu_hat, g)."""
-        k = self.setup.num_correct
-        counts = sample_counts(probs, self.group_size, self.streams)
-        c, mu_hat, weight = count_advantages(counts, k, self.gamma, self.setup)
-        self.logits.grad = -surrogate_gradient(probs, c, self.objective)  # AdamW minimises -L
+        k, n = self.setup.num_correct, self.group_size
+        if uses_count_sampler(n, self.setup.num_actions):
+            counts = sample_counts(probs, n, self.streams)
+            c, mu_hat, weight = count_advantages(counts, k, self.gamma, self.setup)
+            self.logits.grad = surrogate_gradient(probs, c, self.objective).neg_()  # AdamW minimises -L
+        else:
+            draws = draw_actions(probs, n, self.streams)
+            per_draw, mu_hat, weight = draw_advantages(draws, k, self.gamma, self.setup, probs.dtype)
+            self.logits.grad = loss_gradient_from_draws(probs, draws, per_draw, self.objective, self._buffer)
         self.optimizer.step()
         return mu_hat, weight
 

@@ -21,7 +21,7 @@ from fgrpo_verl.sim.runner import CategoricalRun, CellHistory, OptimizerSettings
 from fgrpo_verl.sim.validation import require_gamma, require_int
 
 PAPER_GROUP_SIZES: tuple[int, ...] = tuple(2**k for k in range(1, 18))  # 2 ... 131,072
-REDUCED_GROUP_SIZES: tuple[int, ...] = (2, 8, 32, 128, 512, 2048, 8192, 131072)
+REDUCED_GROUP_SIZES: tuple[int, ...] = (2, 8, 32, 128, 512, 2048, 8192, 32768, 131072)
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,7 @@ class SweepResult:
     cells: list[CellHistory]
     seconds: float
     cell_seconds: list[float]
+    dtype: str = "float32"
 
     def cell(self, group_size: int, gamma: float) -> CellHistory:
         for c in self.cells:
@@ -142,7 +143,9 @@ class SweepResult:
             )
         return {
             "config": self.config.to_dict(),
+            "dtype": self.dtype,
             "wall_seconds": self.seconds,
+            "cell_seconds": self.cell_seconds,
             "steps_recorded": idx,
             "summary": self.summary_rows(),
             "cells": cells,
@@ -185,7 +188,7 @@ def findings(result: SweepResult) -> list[str]:
     return lines
 
 
-def run_sweep(config: SweepConfig, progress: bool = True, dtype: torch.dtype = torch.float64) -> SweepResult:
+def run_sweep(config: SweepConfig, progress: bool = True, dtype: torch.dtype = torch.float32) -> SweepResult:
     """Run every (N, gamma) cell (seeds batched) with a progress bar over all steps."""
     from tqdm import tqdm
 
@@ -199,7 +202,7 @@ def run_sweep(config: SweepConfig, progress: bool = True, dtype: torch.dtype = t
             run = CategoricalRun(config.setup, n, gamma, config.seeds, config.optimizer, config.objective, dtype)
             cells.append(run.run(config.steps, on_step=lambda: bar.update(1)))
             cell_seconds.append(time.perf_counter() - cell_start)
-    return SweepResult(config, cells, time.perf_counter() - start, cell_seconds)
+    return SweepResult(config, cells, time.perf_counter() - start, cell_seconds, str(dtype).removeprefix("torch."))
 
 
 def parse_group_sizes(text: str) -> tuple[int, ...]:
