@@ -9,12 +9,13 @@ softmax -> draw N actions -> focal-weighted mean-baseline surrogate -> gradient 
 * ours: :class:`fgrpo_verl.sim.runner.CategoricalRun` (count-based closed-form gradient, NumPy's
   O(|A|) multinomial for large N, several seeds as rows of one matrix).
 
-Usage:  python scripts/bench_sim.py [--steps 60] [--group-sizes 8,1024,131072] [--seeds 4]
+Usage:  python scripts/bench_sim.py [--steps 30] [--rounds 5] [--group-sizes 8,1024,131072] [--seeds 4]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 import torch
@@ -51,26 +52,48 @@ class AutogradBaseline:
         self.optimizer.step()
 
 
-def _rate(step, steps: int, warmup: int = 3) -> float:
-    for _ in range(warmup):
-        step()
+def _timed(step, steps: int) -> float:
     start = time.perf_counter()
     for _ in range(steps):
         step()
     return steps / (time.perf_counter() - start)
 
 
-def _ours_rate(setup: CategoricalSetup, n: int, gamma: float, seeds: int, steps: int) -> float:
+def _ours_stepper(setup: CategoricalSetup, n: int, gamma: float, seeds: int):
+    """One iteration of CategoricalRun.run's loop: softmax, metrics, sampling, gradient, AdamW."""
     run = CategoricalRun(setup, n, gamma, list(range(seeds)))
-    run.run(3)  # warm-up
-    start = time.perf_counter()
-    run.run(steps)
-    return steps / (time.perf_counter() - start)
+    k = setup.num_correct
+
+    def step() -> None:
+        with torch.no_grad():
+            probs = torch.softmax(run.logits, dim=1)
+        correct_mass(probs, k), retained_positive_mass(probs, run.initial_probs, k), probs[:, 0].clone()
+        run.step(probs)
+
+    return step
+
+
+def measure(setup: CategoricalSetup, n: int, gamma: float, seeds: int, steps: int, rounds: int) -> dict:
+    """Interleave the three contenders in ``rounds`` short blocks (a shared machine drifts); keep every rate."""
+    steppers = {
+        "autograd": AutogradBaseline(setup, n, gamma, 0).step,
+        "ours": _ours_stepper(setup, n, gamma, 1),
+        "batched": _ours_stepper(setup, n, gamma, seeds),
+    }
+    for step in steppers.values():  # warm-up
+        for _ in range(3):
+            step()
+    rates: dict[str, list[float]] = {name: [] for name in steppers}
+    for _ in range(rounds):
+        for name, step in steppers.items():
+            rates[name].append(_timed(step, steps) * (seeds if name == "batched" else 1))
+    return rates
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--steps", type=int, default=30, help="steps per timed block")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved blocks per contender")
     parser.add_argument("--group-sizes", default="8,1024,131072")
     parser.add_argument("--seeds", type=int, default=4, help="rows in the batched measurement")
     parser.add_argument("--gamma", type=float, default=1.0)
@@ -80,21 +103,23 @@ def main() -> None:
     setup = CategoricalSetup()
     sizes = [int(x) for x in args.group_sizes.split(",")]
     print(
-        f"|A| = {setup.num_actions:,}, float32, {args.threads} thread(s), {args.steps} timed steps, "
-        f"gamma {args.gamma:g}"
+        f"|A| = {setup.num_actions:,}, float32, {args.threads} thread(s), gamma {args.gamma:g}; "
+        f"{args.rounds} interleaved rounds x {args.steps} steps; median (best) steps/s"
     )
     header = (
-        f"{'N':>7} {'autograd step/s':>16} {'ours step/s':>12} {'speed-up':>9} "
-        f"{f'ours x{args.seeds} seeds run-step/s':>27} {'speed-up':>9}"
+        f"{'N':>7} {'autograd step/s':>18} {'ours step/s':>18} {'speed-up':>9} "
+        f"{f'ours x{args.seeds} seeds run-step/s':>30} {'speed-up':>9}"
     )
     print(header)
     print("-" * len(header))
     for n in sizes:
-        base = _rate(AutogradBaseline(setup, n, args.gamma, 0).step, args.steps)
-        single = _ours_rate(setup, n, args.gamma, 1, args.steps)
-        batched = _ours_rate(setup, n, args.gamma, args.seeds, args.steps) * args.seeds
+        rates = measure(setup, n, args.gamma, args.seeds, args.steps, args.rounds)
+        med = {k: statistics.median(v) for k, v in rates.items()}
+        best = {k: max(v) for k, v in rates.items()}
+        cols = [f"{med[k]:>8.1f} ({best[k]:>7.1f})" for k in ("autograd", "ours", "batched")]
         print(
-            f"{n:>7} {base:>16.1f} {single:>12.1f} {single / base:>8.1f}x {batched:>27.1f} {batched / base:>8.1f}x",
+            f"{n:>7} {cols[0]:>18} {cols[1]:>18} {med['ours'] / med['autograd']:>8.1f}x "
+            f"{cols[2]:>30} {med['batched'] / med['autograd']:>8.1f}x",
             flush=True,
         )
 
