@@ -101,7 +101,8 @@ def _two_level_draws(probs: torch.Tensor, group_size: int, generator: torch.Gene
     """
     num_actions = probs.shape[0]
     blocks = -(-num_actions // _BLOCK)
-    padded = torch.nn.functional.pad(probs, (0, blocks * _BLOCK - num_actions)).view(blocks, _BLOCK)
+    spare = blocks * _BLOCK - num_actions
+    padded = (torch.nn.functional.pad(probs, (0, spare)) if spare else probs).view(blocks, _BLOCK)
     block = torch.multinomial(padded.sum(dim=1), group_size, replacement=True, generator=generator)
     inside = torch.multinomial(padded[block], 1, replacement=True, generator=generator).squeeze(1)
     return block * _BLOCK + inside

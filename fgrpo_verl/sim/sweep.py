@@ -160,7 +160,7 @@ def findings(result: SweepResult) -> list[str]:
     """The paper's three qualitative claims, checked on this run's numbers (True/False, not asserted)."""
     rows = result.summary_rows()
     gammas = sorted({r["gamma"] for r in rows})
-    base = [r for r in rows if r["gamma"] == gammas[0]]
+    base = sorted((r for r in rows if r["gamma"] == gammas[0]), key=lambda r: r["group_size"])
     lines = []
     rising = [r["group_size"] for r in rows if r["q_pos_final"] <= r["q_pos_initial"]]
     lines.append("Q_pos rises for every N: " + ("yes" if not rising else f"NO (not for N = {sorted(set(rising))})"))
@@ -214,7 +214,7 @@ def parse_group_sizes(text: str) -> tuple[int, ...]:
             if lo < 1 or hi < lo:
                 raise ValueError
             return tuple(2**k for k in range(math.ceil(math.log2(lo)), int(math.log2(hi)) + 1))
-        return tuple(int(x) for x in text.split(",") if x.strip())
+        return tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
     except ValueError:
         raise ValueError(
             f"--group-sizes must be a comma list of integers >= 1 ('2,8,32') or a power-of-two range "

@@ -19,7 +19,7 @@ import torch
 from fgrpo_verl.cli import main as cli_main
 from fgrpo_verl.sim.policy import CategoricalSetup
 from fgrpo_verl.sim.runner import CategoricalRun, OptimizerSettings
-from fgrpo_verl.sim.sweep import SweepConfig, findings, run_sweep
+from fgrpo_verl.sim.sweep import SweepConfig, findings, parse_group_sizes, run_sweep
 
 SMALL = CategoricalSetup(num_actions=4000, num_correct=200)
 SMALL_N = (2, 64, 8192)
@@ -160,3 +160,9 @@ def test_tail_miss_command(tmp_path: Path) -> None:
 def test_tail_miss_rejects_bad_arguments(args: list[str], message: str, capsys) -> None:
     assert cli_main(["tail-miss", *args, "--no-plot"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_group_size_parsing() -> None:
+    assert parse_group_sizes("2..16") == (2, 4, 8, 16)
+    assert parse_group_sizes("8, 2,8") == (2, 8)
+    assert SweepConfig.full().group_sizes[-1] == 131072 and len(SweepConfig.full().group_sizes) == 17

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from fgrpo_verl.sim import group_size_below, tail_miss_peak, tail_miss_probability
+from fgrpo_verl.sim import active_probability, group_size_below, tail_miss_peak, tail_miss_probability
 from fgrpo_verl.sim.tail_miss import plain_reading, rare_mass
 
 
@@ -92,3 +94,17 @@ def test_rho_validation() -> None:
         rare_mass(0.5, rho=1.0)
     with pytest.raises(ValueError, match="exactly one"):
         rare_mass(0.5)
+
+
+@given(
+    n=st.integers(min_value=1, max_value=10**6),
+    mu=st.floats(min_value=1e-4, max_value=1 - 1e-4),
+    rho=st.floats(min_value=1e-6, max_value=1 - 1e-6),
+)
+def test_probability_is_bounded_by_its_parts(n: int, mu: float, rho: float) -> None:
+    """Pr(B) is a probability, never above Pr(active) nor Pr(no rare draw) (B is inside both)."""
+    tau = rho * mu
+    prob = tail_miss_probability(n, mu, tau)
+    assert 0.0 <= prob <= 1.0
+    assert prob <= active_probability(n, mu) + 1e-12
+    assert prob <= (1.0 - tau) ** n * (1 + 1e-9)  # float pow of (1 - tau) carries ~n * 1e-16 error
