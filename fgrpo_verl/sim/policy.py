@@ -104,7 +104,10 @@ def _two_level_draws(probs: torch.Tensor, group_size: int, generator: torch.Gene
     spare = blocks * _BLOCK - num_actions
     padded = (torch.nn.functional.pad(probs, (0, spare)) if spare else probs).view(blocks, _BLOCK)
     block = torch.multinomial(padded.sum(dim=1), group_size, replacement=True, generator=generator)
-    inside = torch.multinomial(padded[block], 1, replacement=True, generator=generator).squeeze(1)
+    # Inside the block: inverse CDF in float64 (torch.multinomial would draw 512 exponentials per row).
+    cdf = padded[block].double().cumsum(dim=1)
+    u = torch.rand(group_size, 1, dtype=torch.float64, generator=generator) * cdf[:, -1:]
+    inside = torch.searchsorted(cdf, u, right=True).squeeze(1).clamp_max(_BLOCK - 1)
     return block * _BLOCK + inside
 
 
@@ -158,15 +161,25 @@ def draw_advantages(
 
 
 def loss_gradient_from_draws(
-    probs: torch.Tensor, draws: torch.Tensor, per_draw: torch.Tensor, objective: Objective, out: torch.Tensor
+    probs: torch.Tensor,
+    draws: torch.Tensor,
+    per_draw: torch.Tensor,
+    objective: Objective,
+    out: torch.Tensor,
+    stale: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """-dL/dz (the gradient AdamW minimises) written into ``out``: the maths of :func:`surrogate_gradient`
     with c scattered from the N draws and no |A|-sized temporaries.
 
     For ``logprob`` the -p * sum(c) term is dropped: sum(c) = g / N * sum_j (R_j - mean R) = 0
-    identically for the mean baseline, so -dL/dz = -c.
+    identically for the mean baseline, so -dL/dz = -c.  ``out`` must be all zeros on entry except,
+    optionally, at ``stale`` (the previous step's draws, cleared here in O(N) instead of O(|A|)).
     """
-    out.zero_().scatter_add_(1, draws, -per_draw)  # out = -c
+    if stale is None:
+        out.zero_()
+    else:
+        out.scatter_(1, stale, 0.0)
+    out.scatter_add_(1, draws, -per_draw)  # out = -c
     if objective == "prob":
         inner = (per_draw * probs.gather(1, draws)).sum(dim=1, keepdim=True)  # <c, p> from N terms
         out.add_(inner).mul_(probs)  # p * (<c, p> - c)

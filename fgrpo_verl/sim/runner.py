@@ -102,7 +102,8 @@ class CategoricalRun:
         self.logits = setup.initial_logits(len(self.seeds), dtype)
         self.optimizer = (optimizer or OptimizerSettings()).build(self.logits)
         self.initial_probs = torch.softmax(self.logits, dim=1)
-        self._buffer = torch.empty_like(self.logits)  # reused gradient storage (small-N path)
+        self._buffer = torch.zeros_like(self.logits)  # reused gradient storage (small-N path)
+        self._stale: torch.Tensor | None = None  # positions of the buffer still holding last step's values
 
     @torch.no_grad()
     def step(self, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -115,7 +116,10 @@ class CategoricalRun:
         else:
             draws = draw_actions(probs, n, self.streams)
             per_draw, mu_hat, weight = draw_advantages(draws, k, self.gamma, self.setup, probs.dtype)
-            self.logits.grad = loss_gradient_from_draws(probs, draws, per_draw, self.objective, self._buffer)
+            # logprob leaves the buffer zero except at this step's draws: clear just those next time.
+            stale = self._stale if self.objective == "logprob" else None
+            self.logits.grad = loss_gradient_from_draws(probs, draws, per_draw, self.objective, self._buffer, stale)
+            self._stale = draws
         self.optimizer.step()
         return mu_hat, weight
 
