@@ -34,7 +34,14 @@ def build_config(args: argparse.Namespace):
         changes["seeds"] = tuple(seeds_from(args.seeds))
     if args.steps is not None:
         changes["steps"] = args.steps
-    if changes or args.num_actions != 128_000 or args.num_correct != 10_000:
+    default_setup = (args.num_actions, args.num_correct, args.lr, args.weight_decay, args.objective) == (
+        128_000,
+        10_000,
+        1e-2,
+        0.0,
+        "logprob",
+    )
+    if changes or not default_setup:
         changes["reduced"] = "custom sweep (command-line overrides); see config in the JSON"
     return replace(config, **changes) if changes else config
 
