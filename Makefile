@@ -17,8 +17,10 @@ $(STAMP): pyproject.toml constraints.txt scripts/install_system_deps.sh
 
 setup: $(STAMP)
 
+# The main job: the paper's categorical policy simulation, reduced sweep (< 5 min on 2 CPU cores),
+# writing a table, outputs/simulate/simulation.json and PNGs. `--full` is the paper's sweep.
 demo: setup
-	$(BIN)/fgrpo-verl demo-estimator
+	$(BIN)/fgrpo-verl simulate --output-dir outputs/simulate
 
 test: setup
 	$(BIN)/ruff check .

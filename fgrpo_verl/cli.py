@@ -18,6 +18,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "fgrpo_verl.commands.eval_passk",
     "fgrpo_verl.commands.dry_run",
     "fgrpo_verl.commands.analyze_rollouts",
+    "fgrpo_verl.commands.simulate",
+    "fgrpo_verl.commands.tail_miss",
 )
 
 
