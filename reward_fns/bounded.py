@@ -30,7 +30,11 @@ DEFAULT_TIMEOUT_SECONDS = 5.0
 SLACK_SECONDS = 1.0
 POOL_WORKERS_ENV = "FGRPO_REWARD_POOL_WORKERS"
 # Modules imported once in the forkserver, inherited by every worker (sympy, latex2sympy, math-verify).
-_PRELOAD = ["reward_fns.math.worker", "reward_fns.ifeval"]
+# "__main__" first, as the stdlib default does: otherwise every new worker re-imports the main script
+# (in a Ray worker that is Ray itself, seconds per worker). Scripts need the usual ``__main__`` guard.
+_PRELOAD = ["__main__", "reward_fns.math.worker", "reward_fns.ifeval"]
+# Generous: the first pool of a process starts a forkserver that imports sympy and math-verify.
+START_TIMEOUT_SECONDS = 120.0
 
 _logger = logging.getLogger(__name__)
 
@@ -48,6 +52,11 @@ class _Outcome:
 TIMEOUT = _Outcome("timeout")
 WORKER_CRASHED = _Outcome("worker_crashed")
 INTERNAL_ERROR = _Outcome("internal_error")
+POOL_UNAVAILABLE = _Outcome("pool_unavailable")
+
+
+def _ready() -> bool:
+    return True
 
 
 def default_pool_workers() -> int:
@@ -97,10 +106,19 @@ class BoundedPool:
     def _get(self) -> pebble.ProcessPool:
         with self._lock:
             if self._pool is None or not self._pool.active:
-                self._pool = pebble.ProcessPool(max_workers=self.max_workers, context=self._context())
+                pool = pebble.ProcessPool(max_workers=self.max_workers, context=self._context())
                 # Stop the workers before multiprocessing joins a process's children at exit (a process
                 # that used the pool, e.g. a forked child, would otherwise wait on them for ever).
                 multiprocessing.util.Finalize(self, self.close, exitpriority=10)
+                # Pay start-up before the first deadline starts: every worker answers once.
+                try:
+                    ready = [pool.schedule(_ready) for _ in range(self.max_workers)]
+                    for future in ready:
+                        future.result(timeout=START_TIMEOUT_SECONDS)
+                except BaseException:
+                    pool.stop()
+                    raise
+                self._pool = pool
             return self._pool
 
     def _reset(self, broken: pebble.ProcessPool) -> None:
@@ -125,6 +143,10 @@ class BoundedPool:
             queued = self._inflight
         try:
             futures = self._schedule_all(fn, arg_tuples, timeout)
+        except Exception:  # no pool (cannot start processes): score, never stop the run
+            self._task_done(len(arg_tuples))
+            _logger.exception("reward worker pool unavailable")
+            return [POOL_UNAVAILABLE] * len(arg_tuples)
         except BaseException:
             self._task_done(len(arg_tuples))
             raise

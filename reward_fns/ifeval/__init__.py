@@ -9,6 +9,7 @@
 - Only the text after a closing ``</think>`` is judged; an unclosed ``<think>`` follows nothing.
 
 Reasons: ``""``, ``not_followed:<ids>``, ``no_answer``, ``bad_response``, ``timeout``, ``worker_crashed``,
+``pool_unavailable``,
 ``internal_error``. Unknown instruction ids and missing kwargs raise :class:`~reward_fns.errors.GroundTruthError`.
 """
 

@@ -7,6 +7,7 @@ Keyword settings (``reward.custom_reward_function.reward_kwargs.*``):
 - ``timeout_seconds``: hard bound on the math-verify work of one response (default 5).
 
 Reasons: ``""`` (correct), ``no_answer``, ``mismatch``, ``parse_error``, ``timeout``, ``worker_crashed``,
+``pool_unavailable``,
 ``internal_error``, ``bad_response`` (not a string).
 """
 
