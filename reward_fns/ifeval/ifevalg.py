@@ -226,11 +226,8 @@ def keyword_specific_position(response: str, keyword: str, n: int, m: int) -> bo
 
 @register("keywords:start_end")
 def start_end(response: str) -> bool:
-    if "-" in response and " " not in response.strip():
-        words = response.split("-")
-    else:
-        words = text.word_tokens(response)
-    words = [w for w in words if w.strip()]
+    hyphenated = "-" in response and " " not in response.strip()  # "a-b-a": hyphen-joined words
+    words = [w for w in (response.split("-") if hyphenated else text.word_tokens(response)) if w.strip()]
     return len(words) >= 2 and words[0].lower() == words[-1].lower()
 
 
