@@ -139,13 +139,25 @@ def labelled_math_set(size: int, seed: int) -> list[tuple[str, str, bool]]:
     return items
 
 
+def grouped_math_set(prompts: int, seed: int, group: int = 8) -> list[tuple[str, str]]:
+    rng = random.Random(seed + 1)
+    rollouts = []
+    for _ in range(prompts):
+        gold, same, wrong = _answer_pairs(rng)
+        rollouts += [(gold, _reasoning(rng) + _wrap(rng, rng.choice(same + wrong))) for _ in range(group)]
+    return rollouts
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
 
 
-def run_scorer(name: str, score: Callable[[str, str], bool], items: list[tuple[str, str, bool]]) -> dict:
+def run_scorer(
+    name: str, score: Callable[[str, str], bool], items: list[tuple[str, str, bool]], reset: Callable[[], None]
+) -> dict:
     score(items[0][0], items[0][1])  # warm-up (pool start-up is reported separately)
+    reset()
     latencies, verdicts = [], []
     start = time.perf_counter()
     for gold, response, _ in items:
@@ -153,6 +165,7 @@ def run_scorer(name: str, score: Callable[[str, str], bool], items: list[tuple[s
         verdicts.append(score(gold, response))
         latencies.append(time.perf_counter() - t0)
     sequential = len(items) / (time.perf_counter() - start)
+    reset()  # each pass does the full work: no verdict remembered from the previous pass
     start = time.perf_counter()
     with ThreadPoolExecutor(8) as pool:
         threaded = list(pool.map(lambda item: score(item[0], item[1]), items))
@@ -202,7 +215,13 @@ def main() -> None:
         ("verl math_dapo", lambda g, r: math_dapo.compute_score(r, g)["score"] > 0),
         ("verl math_verify", lambda g, r: math_verify.compute_score(r, g) > 0),
     ]
-    rows = [run_scorer(name, fn, items) for name, fn in scorers]
+
+    def nothing() -> None:
+        return None
+
+    resets = [reward_fns.math.clear_verdict_cache, nothing, nothing]
+    rows = [run_scorer(name, fn, items, reset) for (name, fn), reset in zip(scorers, resets, strict=True)]
+    reward_fns.math.clear_verdict_cache()
     start = time.perf_counter()
     batch = reward_fns.math.compute_score_batch(
         ["math"] * len(items), [r for _, r, _ in items], [g for g, _, _ in items]
@@ -223,6 +242,18 @@ def main() -> None:
         f"throughput vs verl math_verify: {ours['seq'] / verl_mv['seq']:.1f}x sequential, "
         f"{ours['thr8'] / verl_mv['thr8']:.1f}x on 8 threads, {batch_rate / verl_mv['thr8']:.1f}x batch API"
     )
+
+    # GRPO shape: 8 rollouts per prompt with different reasoning, final answers drawn from a few
+    # renderings of the gold and of wrong values, as in a training step.
+    grouped = grouped_math_set(len(items) // 8, args.seed)
+    timed = []
+    for name, fn in scorers[::2]:
+        reward_fns.math.clear_verdict_cache()
+        start = time.perf_counter()
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda item, fn=fn: fn(item[0], item[1]), grouped))
+        timed.append(f"{name} {len(grouped) / (time.perf_counter() - start):.0f}/s")
+    print(f"GRPO-shaped batch ({len(grouped)} rollouts, 8 per prompt, 8 threads): " + ", ".join(timed))
 
     print(f"\ntime bound (default {DEFAULT_TIMEOUT_SECONDS} s; here timeout_seconds=2):")
     huge = "\\boxed{" + "+".join(f"\\frac{{{i}}}{{x+{i}}}" for i in range(60_000)) + "}"

@@ -175,3 +175,16 @@ def test_in_process_fast_path_agrees_with_math_verify(gold: str, answer: str) ->
     fast = quick_verdict((gold,), answer)
     assert fast is not None, "this pair should be decided in process"
     assert fast == verify_answer((gold,), answer)[0]
+
+
+def test_verdicts_are_remembered_but_timeouts_are_not() -> None:
+    import reward_fns.math as math_reward
+
+    math_reward.clear_verdict_cache()
+    first = compute_score("math", "long reasoning A... \\boxed{\\sqrt{12}}", "2\\sqrt{3}")
+    assert ((("2\\sqrt{3}",), "\\sqrt{12}")) in math_reward._verdicts
+    again = compute_score("math", "other reasoning B... \\boxed{\\sqrt{12}}", "2\\sqrt{3}")
+    assert first == again == {"score": 1.0, "acc": True, "reason": ""}
+    tower = compute_score("math", "\\boxed{2003^{2002^{2001}}}", "2", timeout_seconds=1.0)
+    assert tower["reason"] == "timeout"
+    assert ((("2",), "2003^{2002^{2001}}")) not in math_reward._verdicts
