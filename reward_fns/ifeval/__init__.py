@@ -31,7 +31,7 @@ __all__ = ["IFEVAL_IDS", "REGISTRY", "compute_score", "compute_score_batch", "pa
 
 # Longer responses are checked in the bounded pool: a few reference regexes are quadratic on adversarial
 # text (many blank lines), and punkt/langdetect grow with length.
-IN_PROCESS_MAX_CHARS = 20_000
+IN_PROCESS_MAX_CHARS = 10_000
 _MAX_REASON_IDS = 3
 
 

@@ -234,3 +234,13 @@ def test_linear_rewrites_agree_with_reference_regexes(value: str) -> None:
     )
     assert count_placeholders(value) == len(re.findall(r"\[.*?\]", value))
     assert format_title(value) == any(t.lstrip("<").rstrip(">").strip() for t in re.findall(r"<<[^\n]+>>", value))
+
+
+def test_long_responses_are_checked_in_the_pool_with_the_same_verdicts() -> None:
+    from reward_fns.ifeval import IN_PROCESS_MAX_CHARS
+
+    gt = _allenai("length_constraints:number_words", {"num_words": 4000, "relation": "at least"})
+    long_text = "word " * 5000
+    assert len(long_text) > IN_PROCESS_MAX_CHARS
+    assert compute_score("ifeval", long_text, gt) == {"score": 1.0, "acc": True, "reason": ""}
+    assert compute_score("ifeval", "word " * 3000, gt)["reason"] == "not_followed:length_constraints:number_words"
