@@ -168,9 +168,11 @@ def compute_score_batch(
     if pending:
         from reward_fns.math.worker_entry import verify_answer_entry
 
-        verdicts = shared_pool().run_many(verify_answer_entry, [args for _, args in pending], timeout)
-        for (index, key), verdict in zip(pending, verdicts, strict=True):
+        unique = list(dict.fromkeys(key for _, key in pending))  # identical (gold, answer) pairs: verify once
+        verdicts = dict(zip(unique, shared_pool().run_many(verify_answer_entry, unique, timeout), strict=True))
+        for key, verdict in verdicts.items():
             if not isinstance(verdict, _Outcome) and len(key[1]) < 1000:
                 _remember(key, verdict)
-            results[index] = _finish(verdict, scheme)
+        for index, key in pending:
+            results[index] = _finish(verdicts[key], scheme)
     return results  # type: ignore[return-value]

@@ -77,3 +77,8 @@ def test_pool_that_cannot_start_scores_instead_of_raising(monkeypatch) -> None:
 
     monkeypatch.setattr(bounded.pebble, "ProcessPool", refuse)
     assert pool.run(os.getpid, (), timeout=1.0) is bounded.POOL_UNAVAILABLE
+    # Later calls fail fast (no new start attempt) until the retry time.
+    monkeypatch.setattr(bounded.pebble, "ProcessPool", lambda *a, **k: pytest.fail("retried too early"))
+    start = time.monotonic()
+    assert pool.run(os.getpid, (), timeout=1.0) is bounded.POOL_UNAVAILABLE
+    assert time.monotonic() - start < 0.5

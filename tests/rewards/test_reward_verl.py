@@ -60,6 +60,9 @@ def verl_config(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def local_ray():
+    if ray.is_initialized():  # another module of the session already runs a local Ray: share it
+        yield
+        return
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
