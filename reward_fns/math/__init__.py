@@ -7,8 +7,7 @@ Keyword settings (``reward.custom_reward_function.reward_kwargs.*``):
 - ``timeout_seconds``: hard bound on the math-verify work of one response (default 5).
 
 Reasons: ``""`` (correct), ``no_answer``, ``mismatch``, ``parse_error``, ``timeout``, ``worker_crashed``,
-``pool_unavailable``,
-``internal_error``, ``bad_response`` (not a string).
+``pool_unavailable``, ``internal_error``, ``bad_response`` (not a string).
 """
 
 from __future__ import annotations
@@ -157,7 +156,10 @@ def compute_score_batch(
         if answer is None:
             results[index] = make_result(False, scheme, reason)
             continue
-        verdict = quick_verdict(gold, answer)
+        try:
+            verdict = quick_verdict(gold, answer)
+        except Exception:  # never let the shortcut stop a run: math-verify decides instead
+            verdict = None
         cached = _cached_verdict((gold, answer)) if verdict is None and len(answer) < 1000 else None
         if verdict is not None:
             results[index] = make_result(verdict, scheme, "mismatch")
