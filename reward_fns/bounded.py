@@ -18,6 +18,7 @@ import logging
 import multiprocessing
 import multiprocessing.util
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -30,7 +31,12 @@ DEFAULT_TIMEOUT_SECONDS = 5.0
 SLACK_SECONDS = 1.0
 POOL_WORKERS_ENV = "FGRPO_REWARD_POOL_WORKERS"
 # Modules imported once in the forkserver, inherited by every worker (sympy, latex2sympy, math-verify).
-_PRELOAD = ["reward_fns.math.worker", "reward_fns.ifeval"]
+# "__main__" first, as the stdlib default does: otherwise every new worker re-imports the main script
+# (in a Ray worker that is Ray itself, seconds per worker). Scripts need the usual ``__main__`` guard.
+_PRELOAD = ["__main__", "reward_fns.math.worker", "reward_fns.ifeval"]
+# Generous: the first pool of a process starts a forkserver that imports sympy and math-verify.
+START_TIMEOUT_SECONDS = 60.0
+RETRY_AFTER_SECONDS = 30.0
 
 _logger = logging.getLogger(__name__)
 
@@ -48,6 +54,11 @@ class _Outcome:
 TIMEOUT = _Outcome("timeout")
 WORKER_CRASHED = _Outcome("worker_crashed")
 INTERNAL_ERROR = _Outcome("internal_error")
+POOL_UNAVAILABLE = _Outcome("pool_unavailable")
+
+
+def _ready() -> bool:
+    return True
 
 
 def default_pool_workers() -> int:
@@ -87,8 +98,14 @@ class BoundedPool:
         self._lock = threading.Lock()
         self._pool: pebble.ProcessPool | None = None
         self._inflight = 0  # tasks scheduled and not finished, across all calling threads
+        self._retry_at = 0.0  # after a failed start, calls fail fast until then instead of waiting again
 
     def _context(self) -> Any:
+        main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+        if main_file is not None and not os.path.exists(main_file):
+            # Code read from stdin: forkserver children would try to re-import "<stdin>" and die. Plain
+            # fork needs no main module (the risk of forking a threaded process is accepted here only).
+            return multiprocessing.get_context("fork")
         # forkserver: never fork a process that has threads (verl reward actors do); preload the scorers.
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(_PRELOAD)
@@ -97,11 +114,36 @@ class BoundedPool:
     def _get(self) -> pebble.ProcessPool:
         with self._lock:
             if self._pool is None or not self._pool.active:
-                self._pool = pebble.ProcessPool(max_workers=self.max_workers, context=self._context())
-                # Stop the workers before multiprocessing joins a process's children at exit (a process
-                # that used the pool, e.g. a forked child, would otherwise wait on them for ever).
-                multiprocessing.util.Finalize(self, self.close, exitpriority=10)
+                if time.monotonic() < self._retry_at:
+                    raise RuntimeError("reward worker pool failed to start recently; retrying later")
+                try:
+                    self._pool = self._start()
+                except Exception:
+                    self._retry_at = time.monotonic() + RETRY_AFTER_SECONDS
+                    _logger.error(
+                        "reward worker processes could not start; scores needing them get reason "
+                        "'pool_unavailable' for the next %.0f s. Workers import the main script like any "
+                        "multiprocessing child: run from a file with an `if __name__ == '__main__':` guard "
+                        "(not from stdin).",
+                        RETRY_AFTER_SECONDS,
+                    )
+                    raise
             return self._pool
+
+    def _start(self) -> pebble.ProcessPool:
+        pool = pebble.ProcessPool(max_workers=self.max_workers, context=self._context())
+        # Stop the workers before multiprocessing joins a process's children at exit (a process that used
+        # the pool, e.g. a forked child, would otherwise wait on them for ever).
+        multiprocessing.util.Finalize(self, self.close, exitpriority=10)
+        # Pay start-up before the first deadline starts: every worker answers once.
+        try:
+            ready = [pool.schedule(_ready) for _ in range(self.max_workers)]
+            for future in ready:
+                future.result(timeout=START_TIMEOUT_SECONDS)
+        except BaseException:
+            pool.stop()
+            raise
+        return pool
 
     def _reset(self, broken: pebble.ProcessPool) -> None:
         with self._lock:
@@ -125,6 +167,10 @@ class BoundedPool:
             queued = self._inflight
         try:
             futures = self._schedule_all(fn, arg_tuples, timeout)
+        except Exception:  # no pool (cannot start processes): score, never stop the run
+            self._task_done(len(arg_tuples))
+            _logger.exception("reward worker pool unavailable")
+            return [POOL_UNAVAILABLE] * len(arg_tuples)
         except BaseException:
             self._task_done(len(arg_tuples))
             raise

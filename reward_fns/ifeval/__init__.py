@@ -1,4 +1,4 @@
-"""Instruction-following reward: IFEval's 25 instructions, AllenAI and Tulu-3 ground-truth formats.
+"""Instruction-following reward: IFEval's 25 instructions, IFEvalG's 29 more, AllenAI and Tulu-3 ground truth.
 
 ``compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs)`` -> ``{"score", "acc", "reason"}``
 
@@ -9,7 +9,8 @@
 - Only the text after a closing ``</think>`` is judged; an unclosed ``<think>`` follows nothing.
 
 Reasons: ``""``, ``not_followed:<ids>``, ``no_answer``, ``bad_response``, ``timeout``, ``worker_crashed``,
-``internal_error``. Unknown instruction ids and missing kwargs raise :class:`~reward_fns.errors.GroundTruthError`.
+``pool_unavailable``, ``internal_error``. Unknown instruction ids and missing kwargs raise
+:class:`~reward_fns.errors.GroundTruthError`.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ __all__ = ["IFEVAL_IDS", "REGISTRY", "compute_score", "compute_score_batch", "pa
 
 # Longer responses are checked in the bounded pool: a few reference regexes are quadratic on adversarial
 # text (many blank lines), and punkt/langdetect grow with length.
-IN_PROCESS_MAX_CHARS = 20_000
+IN_PROCESS_MAX_CHARS = 10_000
 _MAX_REASON_IDS = 3
 
 

@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 from reward_fns.errors import GroundTruthError
-from reward_fns.ifeval import checkers, tulu  # noqa: F401 - registers the instructions
+from reward_fns.ifeval import checkers, ifevalg, tulu  # noqa: F401 - registers the instructions
 from reward_fns.ifeval.registry import REGISTRY, bind
 
 FIELD = "reward_model.ground_truth"

@@ -25,7 +25,7 @@ QUANTIFIERS = ("at least", "at most", "around")  # Tulu-3 RLVR-IFeval
 @dataclass(frozen=True)
 class Param:
     name: str
-    kind: str  # int | str | str_list | relation | quantifier | letter | char | language | options
+    kind: str  # int | str | str_list | relation | quantifier | letter | char | language | options | ...
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,11 @@ def _coerce(param: Param, value: Any, field: str) -> Any:
         if number < 0:
             raise GroundTruthError(f"{field}={value!r} must not be negative")
         return number
+    if kind == "word_or_list":  # IFEvalG stores some words as a one-element list
+        if not isinstance(value, str) and hasattr(value, "__iter__"):
+            items = list(value)
+            value = items[0] if items else None
+        kind = "str"
     if kind == "options":
         if isinstance(value, str):
             try:
@@ -122,6 +127,8 @@ def bind(instruction_id: Any, kwargs: Any, field: str) -> tuple[str, tuple[tuple
     bound = []
     for param in spec.params:
         value = kwargs.get(param.name)
+        if param.kind == "ignored":  # accepted in the data, unused by the check (e.g. exclude_word_harder)
+            continue
         if _is_missing(value):
             raise GroundTruthError(f"{field}.kwargs.{param.name} is missing; {instruction_id} requires it")
         bound.append((param.name, _coerce(param, value, f"{field}.kwargs.{param.name}")))

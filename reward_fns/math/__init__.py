@@ -7,13 +7,15 @@ Keyword settings (``reward.custom_reward_function.reward_kwargs.*``):
 - ``timeout_seconds``: hard bound on the math-verify work of one response (default 5).
 
 Reasons: ``""`` (correct), ``no_answer``, ``mismatch``, ``parse_error``, ``timeout``, ``worker_crashed``,
-``internal_error``, ``bad_response`` (not a string).
+``pool_unavailable``, ``internal_error``, ``bad_response`` (not a string).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,9 +25,35 @@ from reward_fns.math.extract import extract_answer
 from reward_fns.math.fast_compare import quick_verdict
 from reward_fns.scoring import check_scheme, make_result, warn_unknown_kwargs
 
-__all__ = ["compute_score", "compute_score_batch", "extract_answer", "gold_answers"]
+__all__ = ["clear_verdict_cache", "compute_score", "compute_score_batch", "extract_answer", "gold_answers"]
 
 _MAX_GOLD_CHARS = 10_000
+# GRPO samples many responses per prompt and they often end in the same answer string: remember the
+# math-verify verdict of each (gold, answer) pair. Timeouts and crashes are not remembered.
+_VERDICT_CACHE_SIZE = 65_536
+_verdicts: OrderedDict[tuple[tuple[str, ...], str], tuple[bool, str]] = OrderedDict()
+_verdicts_lock = threading.Lock()
+
+
+def clear_verdict_cache() -> None:
+    """Forget remembered math-verify verdicts (benchmarks measure cold work with it)."""
+    with _verdicts_lock:
+        _verdicts.clear()
+
+
+def _cached_verdict(key: tuple[tuple[str, ...], str]) -> tuple[bool, str] | None:
+    with _verdicts_lock:
+        verdict = _verdicts.get(key)
+        if verdict is not None:
+            _verdicts.move_to_end(key)
+        return verdict
+
+
+def _remember(key: tuple[tuple[str, ...], str], verdict: tuple[bool, str]) -> None:
+    with _verdicts_lock:
+        _verdicts[key] = verdict
+        if len(_verdicts) > _VERDICT_CACHE_SIZE:
+            _verdicts.popitem(last=False)
 
 
 def _gold_text(value: Any, field: str) -> str:
@@ -128,15 +156,25 @@ def compute_score_batch(
         if answer is None:
             results[index] = make_result(False, scheme, reason)
             continue
-        verdict = quick_verdict(gold, answer)
+        try:
+            verdict = quick_verdict(gold, answer)
+        except Exception:  # never let the shortcut stop a run: math-verify decides instead
+            verdict = None
+        cached = _cached_verdict((gold, answer)) if verdict is None and len(answer) < 1000 else None
         if verdict is not None:
             results[index] = make_result(verdict, scheme, "mismatch")
+        elif cached is not None:
+            results[index] = _finish(cached, scheme)
         else:
             pending.append((index, (gold, answer)))
     if pending:
         from reward_fns.math.worker_entry import verify_answer_entry
 
-        verdicts = shared_pool().run_many(verify_answer_entry, [args for _, args in pending], timeout)
-        for (index, _), verdict in zip(pending, verdicts, strict=True):
-            results[index] = _finish(verdict, scheme)
+        unique = list(dict.fromkeys(key for _, key in pending))  # identical (gold, answer) pairs: verify once
+        verdicts = dict(zip(unique, shared_pool().run_many(verify_answer_entry, unique, timeout), strict=True))
+        for key, verdict in verdicts.items():
+            if not isinstance(verdict, _Outcome) and len(key[1]) < 1000:
+                _remember(key, verdict)
+        for index, key in pending:
+            results[index] = _finish(verdicts[key], scheme)
     return results  # type: ignore[return-value]

@@ -66,3 +66,19 @@ def test_usable_after_fork() -> None:
     assert child.exitcode == 0
     assert result == {"score": 1.0, "acc": True, "reason": ""}
     assert compute_score("math", "\\boxed{\\sqrt{4}}", "2")["acc"]  # parent still fine
+
+
+def test_pool_that_cannot_start_scores_instead_of_raising(monkeypatch) -> None:
+    """If worker processes cannot be started at all, calls return reason pool_unavailable."""
+    pool = bounded.BoundedPool(max_workers=1)
+
+    def refuse(*_args, **_kwargs):
+        raise OSError("cannot fork: resource temporarily unavailable")
+
+    monkeypatch.setattr(bounded.pebble, "ProcessPool", refuse)
+    assert pool.run(os.getpid, (), timeout=1.0) is bounded.POOL_UNAVAILABLE
+    # Later calls fail fast (no new start attempt) until the retry time.
+    monkeypatch.setattr(bounded.pebble, "ProcessPool", lambda *a, **k: pytest.fail("retried too early"))
+    start = time.monotonic()
+    assert pool.run(os.getpid, (), timeout=1.0) is bounded.POOL_UNAVAILABLE
+    assert time.monotonic() - start < 0.5

@@ -234,3 +234,56 @@ def test_linear_rewrites_agree_with_reference_regexes(value: str) -> None:
     )
     assert count_placeholders(value) == len(re.findall(r"\[.*?\]", value))
     assert format_title(value) == any(t.lstrip("<").rstrip(">").strip() for t in re.findall(r"<<[^\n]+>>", value))
+
+
+def test_long_responses_are_checked_in_the_pool_with_the_same_verdicts() -> None:
+    from reward_fns.ifeval import IN_PROCESS_MAX_CHARS
+
+    gt = _allenai("length_constraints:number_words", {"num_words": 4000, "relation": "at least"})
+    long_text = "word " * 5000
+    assert len(long_text) > IN_PROCESS_MAX_CHARS
+    assert compute_score("ifeval", long_text, gt) == {"score": 1.0, "acc": True, "reason": ""}
+    assert compute_score("ifeval", "word " * 3000, gt)["reason"] == "not_followed:length_constraints:number_words"
+
+
+# The reference's own test cases (instruction_following_eval/instructions_util_test.py), whose expected
+# values come from NLTK's punkt and RegexpTokenizer: the offline tokenizers must give the same counts.
+@pytest.mark.parametrize(
+    ("response", "sentences"),
+    [
+        ("xx,x. xx,x! xx/x. x{x}x? x.", 5),
+        ("xx,x! xxxx. x(x)x?", 3),
+        ("xxxx. xx,x! xx|x. x&x x?", 4),
+        ("xx-x]xx,x! x{x}xx,x.", 2),
+        (
+            "\n  Google is a technology company. It was founded in 1998 by Larry Page\nand Sergey Brin. Google's "
+            "mission is to organize the world's information\nand make it universally accessible and useful.\n  ",
+            3,
+        ),
+        (
+            "\n  The U.S.A has many Ph.D. students. They will often haven a .com website\nsharing the research "
+            "that they have done.\n  ",
+            2,
+        ),
+    ],
+)
+def test_sentence_counts_match_the_reference_tests(response: str, sentences: int) -> None:
+    assert count_sentences(response) == sentences
+
+
+@pytest.mark.parametrize(
+    ("response", "words"),
+    [
+        ("word1, word2, word3, word4.", 4),
+        (
+            "\n      Bard can you tell me which is the best optimization method for the\n      transition from an "
+            "hydro-thermal system to an hydro-renewables system",
+            24,
+        ),
+        ("\n      Hyphenated-word has two word counts.\n      ", 6),
+    ],
+)
+def test_word_counts_match_the_reference_tests(response: str, words: int) -> None:
+    from reward_fns.ifeval.text import count_words
+
+    assert count_words(response) == words

@@ -142,3 +142,49 @@ def test_batch_matches_single_calls() -> None:
     golds = [g for _, g in CORRECT[:10]] + [g for _, g, _ in WRONG[:4]]
     batch = compute_score_batch(["math"] * len(golds), responses, golds)
     assert batch == [compute_score("math", r, g) for r, g in zip(responses, golds, strict=True)]
+
+
+FAST_PATH_PAIRS = [
+    ("42", "42.0"),
+    ("42", "43"),
+    ("1000", "1,000"),
+    ("-3", "-\\frac{6}{2}"),
+    ("\\frac{3}{4}", "0.75"),
+    ("\\frac{3}{4}", "\\dfrac{3}{4}"),
+    ("\\frac{3}{4}", "3/5"),
+    ("5", "x = 5"),
+    ("5", "y=6"),
+    ("x=5", "5"),
+    ("30", "30^\\circ"),
+    ("30", "30^{\\circ}"),
+    ("10", "10 \\text{ cm}"),
+    ("25", "25\\%"),
+    ("0.25", "25\\%"),
+    ("0.25", "26\\%"),
+    ("1.2\\times 10^{3}", "1200"),
+    ("1.2\\times 10^{3}", "120"),
+    ("3.5\\cdot10^2", "350"),
+]
+
+
+@pytest.mark.parametrize(("gold", "answer"), FAST_PATH_PAIRS)
+def test_in_process_fast_path_agrees_with_math_verify(gold: str, answer: str) -> None:
+    from reward_fns.math.fast_compare import quick_verdict
+    from reward_fns.math.worker import verify_answer
+
+    fast = quick_verdict((gold,), answer)
+    assert fast is not None, "this pair should be decided in process"
+    assert fast == verify_answer((gold,), answer)[0]
+
+
+def test_verdicts_are_remembered_but_timeouts_are_not() -> None:
+    import reward_fns.math as math_reward
+
+    math_reward.clear_verdict_cache()
+    first = compute_score("math", "long reasoning A... \\boxed{\\sqrt{12}}", "2\\sqrt{3}")
+    assert ((("2\\sqrt{3}",), "\\sqrt{12}")) in math_reward._verdicts
+    again = compute_score("math", "other reasoning B... \\boxed{\\sqrt{12}}", "2\\sqrt{3}")
+    assert first == again == {"score": 1.0, "acc": True, "reason": ""}
+    tower = compute_score("math", "\\boxed{2003^{2002^{2001}}}", "2", timeout_seconds=1.0)
+    assert tower["reason"] == "timeout"
+    assert ((("2",), "2003^{2002^{2001}}")) not in math_reward._verdicts

@@ -60,6 +60,9 @@ def verl_config(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def local_ray():
+    if ray.is_initialized():  # another module of the session already runs a local Ray: share it
+        yield
+        return
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
@@ -160,3 +163,29 @@ def test_plain_ray_actor_with_threads_and_a_timeout(local_ray) -> None:
     results = ray.get(actor.score.remote(jobs), timeout=120)
     assert [r["reason"] for r in results] == ["", "timeout", "not_followed:startend:quotation"]
     assert ray.get(actor.score.remote(jobs[:1]), timeout=60)[0]["acc"]  # still healthy after the kill
+
+
+def test_dapo_reward_manager_adds_overlong_shaping_to_our_score(tmp_path) -> None:
+    """verl's `dapo` reward manager (used by DAPO recipes) calls our function and adds its overlong penalty."""
+    from verl.experimental.reward_loop import migrate_legacy_reward_impl
+    from verl.trainer.ppo.reward import load_reward_manager
+
+    _byte_tokenizer().save_pretrained(str(tmp_path))
+    overrides = [
+        *_overrides(str(tmp_path)),
+        "reward.reward_manager.name=dapo",
+        "+reward.reward_kwargs.overlong_buffer_cfg.enable=true",
+        "+reward.reward_kwargs.overlong_buffer_cfg.len=20",
+        "+reward.reward_kwargs.overlong_buffer_cfg.penalty_factor=1.0",
+        "+reward.reward_kwargs.overlong_buffer_cfg.log=false",
+        "+reward.reward_kwargs.max_resp_len=60",
+    ]
+    config = migrate_legacy_reward_impl(compose_verl_config(overrides))
+    manager = load_reward_manager(config, _byte_tokenizer())
+    assert type(manager).__name__ == "DAPORewardManager"
+    short = manager.loop.run_until_complete(manager.run_single(_batch([("math_dapo", "Answer: 1/2", "0.5")])))
+    assert short["reward_score"] == 1.0 and short["reward_extra_info"]["reason"] == ""
+    # 49 response tokens (bytes): 9 past the 40 allowed before the buffer -> penalty 9/20.
+    long_response = "x" * 37 + "\nAnswer: 1/2"
+    result = manager.loop.run_until_complete(manager.run_single(_batch([("math_dapo", long_response, "0.5")])))
+    assert result["reward_score"] == pytest.approx(1.0 - (len(long_response) - 40) / 20)
