@@ -2,6 +2,10 @@
 
 All seeds of one (N, gamma) cell run together as rows of one logit matrix: AdamW is
 element-wise, so rows never interact, and each row has its own sampling generator.
+
+A step is four calls: ``torch.softmax``, the compiled metrics + sampler and gradient loops of
+:mod:`fgrpo_verl.sim.kernels`, and torch's fused AdamW kernel.  The focal weight g is computed
+per step by :func:`fgrpo_verl.focal.focal_weight`, the estimator's own function.
 """
 
 from __future__ import annotations
@@ -9,23 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-from fgrpo_verl.sim.policy import (
-    OBJECTIVES,
-    CategoricalSetup,
-    Objective,
-    RunRandomness,
-    correct_mass,
-    count_advantages,
-    draw_actions,
-    draw_advantages,
-    loss_gradient_from_draws,
-    retained_positive_mass,
-    sample_counts,
-    surrogate_gradient,
-    uses_count_sampler,
-)
+from fgrpo_verl.focal import focal_weight
+from fgrpo_verl.sim import kernels
+from fgrpo_verl.sim.policy import OBJECTIVES, CategoricalSetup, Objective, RunRandomness
 from fgrpo_verl.sim.validation import require_gamma, require_int, require_positive
 
 
@@ -50,7 +43,12 @@ class OptimizerSettings:
         if not self.weight_decay >= 0.0:
             raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
 
-    def build(self, params: torch.Tensor) -> torch.optim.AdamW:
+    def build(self, params: torch.Tensor) -> FusedAdamW:
+        """The update CategoricalRun uses: torch's fused AdamW kernel, called without the optimizer wrapper."""
+        return FusedAdamW(params, self)
+
+    def build_torch(self, params: torch.Tensor) -> torch.optim.AdamW:
+        """The same settings as a ``torch.optim.AdamW`` (the reference the fast path is tested against)."""
         return torch.optim.AdamW(
             [params],
             lr=self.lr,
@@ -59,6 +57,39 @@ class OptimizerSettings:
             weight_decay=self.weight_decay,
             foreach=False,
             fused=True,  # one CPU kernel over all |A| x seeds logits
+        )
+
+
+class FusedAdamW:
+    """``torch.optim.AdamW(fused=True)``'s own kernel on one tensor, minus the wrapper's per-call Python
+    (hooks, state lookup, profiling), which costs more than the kernel itself at |A| = 128,000.
+    Same arithmetic: the results equal ``torch.optim.AdamW(..., fused=True)`` bit for bit (tested)."""
+
+    def __init__(self, params: torch.Tensor, settings: OptimizerSettings) -> None:
+        self.params, self.settings = params, settings
+        self.exp_avg = torch.zeros_like(params)
+        self.exp_avg_sq = torch.zeros_like(params)
+        self.state_step = torch.zeros((), dtype=torch.float32)
+
+    def step(self) -> None:
+        if self.params.grad is None:
+            raise ValueError("FusedAdamW.step() needs params.grad")
+        s = self.settings
+        self.state_step += 1  # torch.optim.AdamW increments the step before calling the kernel
+        torch._fused_adamw_(
+            [self.params],
+            [self.params.grad],
+            [self.exp_avg],
+            [self.exp_avg_sq],
+            [],
+            [self.state_step],
+            lr=s.lr,
+            beta1=s.beta1,
+            beta2=s.beta2,
+            weight_decay=s.weight_decay,
+            eps=s.eps,
+            amsgrad=False,
+            maximize=False,
         )
 
 
@@ -102,42 +133,73 @@ class CategoricalRun:
         self.logits = setup.initial_logits(len(self.seeds), dtype)
         self.optimizer = (optimizer or OptimizerSettings()).build(self.logits)
         self.initial_probs = torch.softmax(self.logits, dim=1)
-        self._buffer = torch.zeros_like(self.logits)  # reused gradient storage (small-N path)
-        self._stale: torch.Tensor | None = None  # positions of the buffer still holding last step's values
+        self.initial_correct = self.initial_probs[:, : setup.num_correct].contiguous()
+        self.logits.grad = torch.zeros_like(self.logits)  # -dL/dz, rewritten in place every step
+        self._draws = np.empty((len(self.seeds), group_size), dtype=np.int64)
+        self._previous = np.empty_like(self._draws)  # logprob: last step's draws, where grad is nonzero
+        self._nothing_stale = np.empty((len(self.seeds), 0), dtype=np.int64)
+        self._has_stale = False
+        self._stats = np.empty((len(self.seeds), kernels.NUM_STATS))
+        self._spacings = np.empty((len(self.seeds), group_size + 1))
+        self._no_spacings = np.empty((len(self.seeds), 0))
+
+    def _measure(self, probs: torch.Tensor, draw: bool) -> np.ndarray:
+        """Metrics of ``probs`` (stats columns of :mod:`kernels`) and, if ``draw``, this step's sorted draws."""
+        spacings = self._no_spacings
+        if draw:
+            spacings = self._spacings
+            for row, stream in zip(spacings, self.streams, strict=True):
+                stream.numpy.standard_exponential(out=row)
+        p = probs.contiguous().numpy()
+        kernels.measure_and_draw(p, self.initial_correct.numpy(), spacings, self._draws, self._stats)
+        return self._stats
+
+    def _update(self, probs: torch.Tensor, stats: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """Gradient from this step's draws, then AdamW; returns (mu_hat, g) per run."""
+        n, setup = self.group_size, self.setup
+        dtype = self.logits.dtype
+        mu = stats[:, kernels.NUM_CORRECT_DRAWS] / n
+        mu_hat = torch.from_numpy(mu)
+        weight = focal_weight(mu_hat, self.gamma)  # Eq. 12, shared with the estimator
+        scale = weight.numpy() * ((setup.reward_correct - setup.reward_wrong) / n)
+        coef_correct, coef_wrong = scale * (1.0 - mu), -scale * mu  # c_a / n_a for correct / wrong a
+        prob = self.objective == "prob"
+        kernels.write_gradient(
+            probs.contiguous().numpy(),
+            self._draws,
+            self._previous if self._has_stale else self._nothing_stale,
+            coef_correct,
+            coef_wrong,
+            setup.num_correct,
+            prob,
+            self.logits.grad.numpy(),
+        )
+        if not prob:  # logprob: only these positions are nonzero; clear just them next step
+            self._previous, self._draws = self._draws, self._previous
+            self._has_stale = True
+        self.optimizer.step()
+        return mu_hat.to(dtype), weight.to(dtype)
 
     @torch.no_grad()
     def step(self, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """One AdamW ascent step on L from the current probabilities; returns (mu_hat, g)."""
-        k, n = self.setup.num_correct, self.group_size
-        if uses_count_sampler(n, self.setup.num_actions):
-            counts = sample_counts(probs, n, self.streams)
-            c, mu_hat, weight = count_advantages(counts, k, self.gamma, self.setup)
-            self.logits.grad = surrogate_gradient(probs, c, self.objective).neg_()  # AdamW minimises -L
-        else:
-            draws = draw_actions(probs, n, self.streams)
-            per_draw, mu_hat, weight = draw_advantages(draws, k, self.gamma, self.setup, probs.dtype)
-            # logprob leaves the buffer zero except at this step's draws: clear just those next time.
-            stale = self._stale if self.objective == "logprob" else None
-            self.logits.grad = loss_gradient_from_draws(probs, draws, per_draw, self.objective, self._buffer, stale)
-            self._stale = draws
-        self.optimizer.step()
-        return mu_hat, weight
+        """One AdamW ascent step on L from the current probabilities ``softmax(self.logits)``; returns (mu_hat, g)."""
+        return self._update(probs, self._measure(probs, draw=True))
 
     def run(self, steps: int, on_step: Callable[[], None] | None = None) -> CellHistory:
         steps = require_int("steps", steps, minimum=1)
-        runs, k = len(self.seeds), self.setup.num_correct
+        runs = len(self.seeds)
         dtype = self.logits.dtype
-        q_pos, m_ret, anchor = (torch.empty(runs, steps + 1, dtype=dtype) for _ in range(3))
+        history = np.empty((3, runs, steps + 1))  # Q_pos, M_ret, anchor p
         mu_hist, g_hist = torch.empty(runs, steps, dtype=dtype), torch.empty(runs, steps, dtype=dtype)
         for t in range(steps + 1):
             with torch.no_grad():
                 probs = torch.softmax(self.logits, dim=1)
-            q_pos[:, t] = correct_mass(probs, k)
-            m_ret[:, t] = retained_positive_mass(probs, self.initial_probs, k)
-            anchor[:, t] = probs[:, 0]
+            stats = self._measure(probs, draw=t < steps)
+            history[:, :, t] = stats[:, : kernels.ANCHOR + 1].T
             if t == steps:
                 break
-            mu_hist[:, t], g_hist[:, t] = self.step(probs)
+            mu_hist[:, t], g_hist[:, t] = self._update(probs, stats)
             if on_step is not None:
                 on_step()
+        q_pos, m_ret, anchor = (torch.from_numpy(h).to(dtype) for h in history)
         return CellHistory(self.group_size, self.gamma, self.seeds, q_pos, m_ret, anchor, mu_hist, g_hist)
