@@ -6,8 +6,9 @@ softmax -> draw N actions -> focal-weighted mean-baseline surrogate -> gradient 
 
 * baseline: the textbook implementation, one run at a time: ``torch.multinomial`` draws,
   per-sample rewards and advantages, ``(g * adv * log pi[a]).mean().backward()``.
-* ours: :class:`fgrpo_verl.sim.runner.CategoricalRun` (count-based closed-form gradient, NumPy's
-  O(|A|) multinomial for large N, several seeds as rows of one matrix).
+* ours: :meth:`fgrpo_verl.sim.runner.CategoricalRun.run` (closed-form gradient from the draws; compiled
+  metrics, sorted-uniform inverse-CDF sampler and gradient loops; compiled AdamW + softmax in float32;
+  several seeds as rows of one matrix in the batched column).
 
 Usage:  python scripts/bench_sim.py [--steps 30] [--rounds 5] [--group-sizes 8,1024,131072] [--seeds 4]
 """
@@ -52,39 +53,42 @@ class AutogradBaseline:
         self.optimizer.step()
 
 
-def _timed(step, steps: int) -> float:
-    start = time.perf_counter()
-    for _ in range(steps):
-        step()
-    return steps / (time.perf_counter() - start)
+def _autograd_block(setup: CategoricalSetup, n: int, gamma: float):
+    baseline = AutogradBaseline(setup, n, gamma, 0)
+
+    def block(steps: int) -> None:
+        for _ in range(steps):
+            baseline.step()
+
+    return block
 
 
-def _ours_stepper(setup: CategoricalSetup, n: int, gamma: float, seeds: int):
-    """One iteration of CategoricalRun.run's loop: softmax, metrics + sampling, gradient, AdamW."""
+def _ours_block(setup: CategoricalSetup, n: int, gamma: float, seeds: int):
+    """``CategoricalRun.run`` itself, continuing from where the last block stopped: softmax, metrics,
+    sampling, gradient, AdamW per step, plus the run's history bookkeeping."""
     run = CategoricalRun(setup, n, gamma, list(range(seeds)))
 
-    def step() -> None:
-        with torch.no_grad():
-            probs = torch.softmax(run.logits, dim=1)
-        run.step(probs)  # metrics (Q_pos, M_ret, anchor p) are computed in the same compiled pass as the draws
+    def block(steps: int) -> None:
+        run.run(steps)
 
-    return step
+    return block
 
 
 def measure(setup: CategoricalSetup, n: int, gamma: float, seeds: int, steps: int, rounds: int) -> dict:
     """Interleave the three contenders in ``rounds`` short blocks (a shared machine drifts); keep every rate."""
-    steppers = {
-        "autograd": AutogradBaseline(setup, n, gamma, 0).step,
-        "ours": _ours_stepper(setup, n, gamma, 1),
-        "batched": _ours_stepper(setup, n, gamma, seeds),
+    blocks = {
+        "autograd": _autograd_block(setup, n, gamma),
+        "ours": _ours_block(setup, n, gamma, 1),
+        "batched": _ours_block(setup, n, gamma, seeds),
     }
-    for step in steppers.values():  # warm-up
-        for _ in range(3):
-            step()
-    rates: dict[str, list[float]] = {name: [] for name in steppers}
+    for block in blocks.values():  # warm-up (and, on a first run, numba's compile)
+        block(3)
+    rates: dict[str, list[float]] = {name: [] for name in blocks}
     for _ in range(rounds):
-        for name, step in steppers.items():
-            rates[name].append(_timed(step, steps) * (seeds if name == "batched" else 1))
+        for name, block in blocks.items():
+            start = time.perf_counter()
+            block(steps)
+            rates[name].append(steps / (time.perf_counter() - start) * (seeds if name == "batched" else 1))
     return rates
 
 

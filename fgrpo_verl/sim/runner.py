@@ -70,12 +70,37 @@ class FusedAdamW:
         self.exp_avg = torch.zeros_like(params)
         self.exp_avg_sq = torch.zeros_like(params)
         self.state_step = torch.zeros((), dtype=torch.float32)
+        self.steps_taken = 0
+        self._arrays = (params.numpy(), self.exp_avg.numpy(), self.exp_avg_sq.numpy())  # views, for the compiled path
+
+    def step_and_softmax(self, grad: np.ndarray, probs: np.ndarray, shift: np.ndarray, scratch: np.ndarray) -> None:
+        """float32 only: the same update as :meth:`step` from ``grad`` in a compiled loop, followed by
+        ``probs <- softmax(params)`` (see :func:`kernels.adamw_then_softmax`); one call instead of two."""
+        s = self.settings
+        self.steps_taken += 1
+        params, exp_avg, exp_avg_sq = self._arrays
+        kernels.adamw_then_softmax(
+            params,
+            exp_avg,
+            exp_avg_sq,
+            grad,
+            probs,
+            shift,
+            scratch,
+            self.steps_taken,
+            s.lr,
+            s.beta1,
+            s.beta2,
+            s.eps,
+            s.weight_decay,
+        )
 
     def step(self) -> None:
         if self.params.grad is None:
             raise ValueError("FusedAdamW.step() needs params.grad")
         s = self.settings
-        self.state_step += 1  # torch.optim.AdamW increments the step before calling the kernel
+        self.steps_taken += 1  # torch.optim.AdamW increments the step before calling the kernel
+        self.state_step.fill_(self.steps_taken)
         torch._fused_adamw_(
             [self.params],
             [self.params.grad],
@@ -135,12 +160,18 @@ class CategoricalRun:
         self.initial_probs = torch.softmax(self.logits, dim=1)
         self.initial_correct = self.initial_probs[:, : setup.num_correct].contiguous()
         self.logits.grad = torch.zeros_like(self.logits)  # -dL/dz, rewritten in place every step
+        self._grad = self.logits.grad.numpy()  # NumPy views for the compiled loops (same memory)
+        self._initial_correct = self.initial_correct.numpy()
         self._draws = np.empty((len(self.seeds), group_size), dtype=np.int64)
         self._previous = np.empty_like(self._draws)  # logprob: last step's draws, where grad is nonzero
         self._nothing_stale = np.empty((len(self.seeds), 0), dtype=np.int64)
         self._has_stale = False
         self._stats = np.empty((len(self.seeds), kernels.NUM_STATS))
         self._spacings = np.empty((len(self.seeds), group_size + 1))
+        # float32: AdamW and the next softmax in one compiled call (float64 keeps torch's kernels).
+        self._compiled_update = dtype == torch.float32
+        self._shift = self.logits.max(dim=1).values.double().numpy().copy()
+        self._scratch = np.empty(setup.num_actions, dtype=np.int32)
         self._no_spacings = np.empty((len(self.seeds), 0))
 
     def _measure(self, probs: torch.Tensor, draw: bool) -> np.ndarray:
@@ -151,17 +182,15 @@ class CategoricalRun:
             for row, stream in zip(spacings, self.streams, strict=True):
                 stream.numpy.standard_exponential(out=row)
         p = probs.contiguous().numpy()
-        kernels.measure_and_draw(p, self.initial_correct.numpy(), spacings, self._draws, self._stats)
+        kernels.measure_and_draw(p, self._initial_correct, spacings, self._draws, self._stats)
         return self._stats
 
-    def _update(self, probs: torch.Tensor, stats: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        """Gradient from this step's draws, then AdamW; returns (mu_hat, g) per run."""
+    def _gradient(self, probs: torch.Tensor, stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """-dL/dz from this step's draws into ``logits.grad``; returns (mu_hat, g) per run (float64)."""
         n, setup = self.group_size, self.setup
-        dtype = self.logits.dtype
         mu = stats[:, kernels.NUM_CORRECT_DRAWS] / n
-        mu_hat = torch.from_numpy(mu)
-        weight = focal_weight(mu_hat, self.gamma)  # Eq. 12, shared with the estimator
-        scale = weight.numpy() * ((setup.reward_correct - setup.reward_wrong) / n)
+        weight = focal_weight(torch.from_numpy(mu), self.gamma).numpy()  # Eq. 12, shared with the estimator
+        scale = weight * ((setup.reward_correct - setup.reward_wrong) / n)
         coef_correct, coef_wrong = scale * (1.0 - mu), -scale * mu  # c_a / n_a for correct / wrong a
         prob = self.objective == "prob"
         kernels.write_gradient(
@@ -172,34 +201,46 @@ class CategoricalRun:
             coef_wrong,
             setup.num_correct,
             prob,
-            self.logits.grad.numpy(),
+            self._grad,
         )
         if not prob:  # logprob: only these positions are nonzero; clear just them next step
             self._previous, self._draws = self._draws, self._previous
             self._has_stale = True
-        self.optimizer.step()
-        return mu_hat.to(dtype), weight.to(dtype)
+        return mu, weight
 
     @torch.no_grad()
     def step(self, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """One AdamW ascent step on L from the current probabilities ``softmax(self.logits)``; returns (mu_hat, g)."""
-        return self._update(probs, self._measure(probs, draw=True))
+        """One AdamW ascent step on L from the current probabilities ``softmax(self.logits)``; returns (mu_hat, g).
+
+        Uses torch's AdamW kernel; :meth:`run` (float32) uses the compiled AdamW + softmax instead.
+        """
+        mu_hat, weight = self._gradient(probs, self._measure(probs, draw=True))
+        self.optimizer.step()
+        dtype = self.logits.dtype
+        return torch.from_numpy(mu_hat).to(dtype), torch.from_numpy(weight).to(dtype)
 
     def run(self, steps: int, on_step: Callable[[], None] | None = None) -> CellHistory:
         steps = require_int("steps", steps, minimum=1)
         runs = len(self.seeds)
         dtype = self.logits.dtype
         history = np.empty((3, runs, steps + 1))  # Q_pos, M_ret, anchor p
-        mu_hist, g_hist = torch.empty(runs, steps, dtype=dtype), torch.empty(runs, steps, dtype=dtype)
+        mu_hist, g_hist = np.empty((runs, steps)), np.empty((runs, steps))
+        with torch.no_grad():
+            probs = torch.softmax(self.logits, dim=1)
+        probs_array = probs.numpy()
         for t in range(steps + 1):
-            with torch.no_grad():
-                probs = torch.softmax(self.logits, dim=1)
             stats = self._measure(probs, draw=t < steps)
             history[:, :, t] = stats[:, : kernels.ANCHOR + 1].T
             if t == steps:
                 break
-            mu_hist[:, t], g_hist[:, t] = self._update(probs, stats)
+            mu_hist[:, t], g_hist[:, t] = self._gradient(probs, stats)
+            if self._compiled_update:
+                self.optimizer.step_and_softmax(self._grad, probs_array, self._shift, self._scratch)  # new probs
+            else:
+                self.optimizer.step()
+                with torch.no_grad():
+                    probs = torch.softmax(self.logits, dim=1)
             if on_step is not None:
                 on_step()
-        q_pos, m_ret, anchor = (torch.from_numpy(h).to(dtype) for h in history)
+        q_pos, m_ret, anchor, mu_hist, g_hist = (torch.from_numpy(h).to(dtype) for h in (*history, mu_hist, g_hist))
         return CellHistory(self.group_size, self.gamma, self.seeds, q_pos, m_ret, anchor, mu_hist, g_hist)
