@@ -31,6 +31,25 @@ Q_POS, M_RET, ANCHOR, NUM_CORRECT_DRAWS, P_CORRECT_DRAWS, P_WRONG_DRAWS = range(
 NUM_STATS = 6
 
 
+def mass_buffers(runs: int, num_actions: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-run chunk and block sums of pi (the sampler's index), as measure_and_draw takes them."""
+    return np.empty((runs, -(-num_actions // CHUNK))), np.empty((runs, -(-num_actions // BLOCK)))
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
+def _block_masses(chunks: np.ndarray, blocks: np.ndarray) -> float:
+    """Block sums from chunk sums, and the total."""
+    per_block = BLOCK // CHUNK
+    total = 0.0
+    for b in range(blocks.shape[0]):
+        s = 0.0
+        for c in range(b * per_block, min(chunks.shape[0], (b + 1) * per_block)):
+            s += chunks[c]
+        blocks[b] = s
+        total += s
+    return total
+
+
 @numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
 def _chunk_masses(p: np.ndarray, chunks: np.ndarray, blocks: np.ndarray) -> float:
     """Sum of pi over each chunk of CHUNK actions and each block of BLOCK actions, and the total.
@@ -49,15 +68,29 @@ def _chunk_masses(p: np.ndarray, chunks: np.ndarray, blocks: np.ndarray) -> floa
         for a in range(full * CHUNK, num_actions):
             s += np.float64(p[a])
         chunks[full] = s
-    per_block = BLOCK // CHUNK
-    total = 0.0
-    for b in range(blocks.shape[0]):
+    return _block_masses(chunks, blocks)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
+def _scale_and_masses(e: np.ndarray, factor: np.float32, chunks: np.ndarray, blocks: np.ndarray) -> float:
+    """e <- e * factor, with :func:`_chunk_masses` of the result from the same pass."""
+    num_actions = e.shape[0]
+    full = num_actions // CHUNK
+    for c in range(full):
         s = 0.0
-        for c in range(b * per_block, min(chunks.shape[0], (b + 1) * per_block)):
-            s += chunks[c]
-        blocks[b] = s
-        total += s
-    return total
+        for a in range(c * CHUNK, (c + 1) * CHUNK):
+            v = e[a] * factor
+            e[a] = v
+            s += np.float64(v)
+        chunks[c] = s
+    if full < chunks.shape[0]:
+        s = 0.0
+        for a in range(full * CHUNK, num_actions):
+            v = e[a] * factor
+            e[a] = v
+            s += np.float64(v)
+        chunks[full] = s
+    return _block_masses(chunks, blocks)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
@@ -110,13 +143,14 @@ def measure_and_draw(
     spacings: np.ndarray,  # (R, N + 1) i.i.d. standard exponentials, or (R, 0) to only measure
     draws: np.ndarray,  # (R, N) int64 out: drawn actions, ascending
     stats: np.ndarray,  # (R, NUM_STATS) float64 out
+    chunk_masses: np.ndarray,  # (R, ceil(|A| / CHUNK)) float64: sums of probs per chunk ...
+    block_masses: np.ndarray,  # (R, ceil(|A| / BLOCK)) float64: ... and per block
+    masses_ready: bool,  # True: the two above already hold the sums of ``probs``; False: computed here
 ) -> None:
     runs, num_actions = probs.shape
     num_correct = initial_correct.shape[1]
     group_size = spacings.shape[1] - 1
-    blocks = (num_actions + BLOCK - 1) // BLOCK
-    block_mass = np.empty(blocks)
-    chunk_mass = np.empty((num_actions + CHUNK - 1) // CHUNK)
+    blocks = block_masses.shape[1]
     acc = np.zeros(6)
     for r in range(runs):
         p = probs[r]
@@ -128,7 +162,13 @@ def measure_and_draw(
         if group_size < 1:
             continue
         # Block masses, and their total (softmax output in float32 does not sum to exactly 1).
-        total = _chunk_masses(p, chunk_mass, block_mass)
+        chunk_mass, block_mass = chunk_masses[r], block_masses[r]
+        if masses_ready:
+            total = 0.0
+            for b in range(blocks):
+                total += block_mass[b]
+        else:
+            total = _chunk_masses(p, chunk_mass, block_mass)
         # Sorted uniforms on [0, total): cumulative exponential spacings.
         e = spacings[r]
         norm = 0.0
@@ -274,12 +314,6 @@ def _exp_sum(e: np.ndarray, bits: np.ndarray) -> float:
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
-def _scale(e: np.ndarray, factor: np.float32) -> None:
-    for i in range(e.shape[0]):
-        e[i] *= factor
-
-
-@numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
 def _adamw(z, m, v, g, decay, w1, b2, w2, step_size, bc2_sqrt, eps):
     """torch's fused AdamW update (adamw mode), element-wise in float32; a loop of its own so it vectorises."""
     for i in range(z.shape[0]):
@@ -303,6 +337,8 @@ def adamw_then_softmax(
     probs: np.ndarray,  # (R, |A|) float32 out: softmax of the updated logits
     shift: np.ndarray,  # (R,) float64: the logit exp is taken against; refreshed to the max when needed
     bits: np.ndarray,  # (|A|,) int32 scratch (allocating 512 KB per call costs page faults)
+    chunk_masses: np.ndarray,  # (R, ceil(|A| / CHUNK)) float64 out: chunk sums of the new probs (sampler)
+    block_masses: np.ndarray,  # (R, ceil(|A| / BLOCK)) float64 out: block sums of the new probs
     step: int,  # AdamW step count after this update (1 on the first)
     lr: float,
     beta1: float,
@@ -330,4 +366,4 @@ def adamw_then_softmax(
             shift[r] = z.max()
             _exp_parts(z, np.float32(shift[r]), e, bits)
             total = _exp_sum(e, bits)
-        _scale(e, np.float32(1.0 / total))
+        _scale_and_masses(e, np.float32(1.0 / total), chunk_masses[r], block_masses[r])

@@ -137,7 +137,9 @@ def sorted_draws(probs: torch.Tensor, group_size: int, streams: Sequence[RunRand
     draws = np.empty((runs, group_size), dtype=np.int64)
     stats = np.empty((runs, kernels.NUM_STATS))
     p = probs.detach().contiguous().numpy()
-    kernels.measure_and_draw(p, p[:, :1], spacings, draws, stats)  # metrics (of action 0 alone) unused here
+    chunks, blocks = kernels.mass_buffers(runs, probs.shape[1])
+    # metrics (of action 0 alone) unused here
+    kernels.measure_and_draw(p, p[:, :1], spacings, draws, stats, chunks, blocks, False)
     return torch.from_numpy(draws)
 
 

@@ -73,9 +73,18 @@ class FusedAdamW:
         self.steps_taken = 0
         self._arrays = (params.numpy(), self.exp_avg.numpy(), self.exp_avg_sq.numpy())  # views, for the compiled path
 
-    def step_and_softmax(self, grad: np.ndarray, probs: np.ndarray, shift: np.ndarray, scratch: np.ndarray) -> None:
+    def step_and_softmax(
+        self,
+        grad: np.ndarray,
+        probs: np.ndarray,
+        shift: np.ndarray,
+        scratch: np.ndarray,
+        chunk_masses: np.ndarray,
+        block_masses: np.ndarray,
+    ) -> None:
         """float32 only: the same update as :meth:`step` from ``grad`` in a compiled loop, followed by
-        ``probs <- softmax(params)`` (see :func:`kernels.adamw_then_softmax`); one call instead of two."""
+        ``probs <- softmax(params)`` and the sampler's chunk/block sums of it
+        (see :func:`kernels.adamw_then_softmax`); one call instead of several."""
         s = self.settings
         self.steps_taken += 1
         params, exp_avg, exp_avg_sq = self._arrays
@@ -87,6 +96,8 @@ class FusedAdamW:
             probs,
             shift,
             scratch,
+            chunk_masses,
+            block_masses,
             self.steps_taken,
             s.lr,
             s.beta1,
@@ -172,20 +183,22 @@ class CategoricalRun:
         self._compiled_update = dtype == torch.float32
         self._shift = self.logits.max(dim=1).values.double().numpy().copy()
         self._scratch = np.empty(setup.num_actions, dtype=np.int32)
+        self._chunks, self._blocks = kernels.mass_buffers(len(self.seeds), setup.num_actions)
         self._no_spacings = np.empty((len(self.seeds), 0))
 
-    def _measure(self, probs: torch.Tensor, draw: bool) -> np.ndarray:
+    def _measure(self, probs: np.ndarray, draw: bool, masses_ready: bool = False) -> np.ndarray:
         """Metrics of ``probs`` (stats columns of :mod:`kernels`) and, if ``draw``, this step's sorted draws."""
         spacings = self._no_spacings
         if draw:
             spacings = self._spacings
             for row, stream in zip(spacings, self.streams, strict=True):
                 stream.numpy.standard_exponential(out=row)
-        p = probs.contiguous().numpy()
-        kernels.measure_and_draw(p, self._initial_correct, spacings, self._draws, self._stats)
+        kernels.measure_and_draw(
+            probs, self._initial_correct, spacings, self._draws, self._stats, self._chunks, self._blocks, masses_ready
+        )
         return self._stats
 
-    def _gradient(self, probs: torch.Tensor, stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _gradient(self, probs: np.ndarray, stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """-dL/dz from this step's draws into ``logits.grad``; returns (mu_hat, g) per run (float64)."""
         n, setup = self.group_size, self.setup
         mu = stats[:, kernels.NUM_CORRECT_DRAWS] / n
@@ -194,7 +207,7 @@ class CategoricalRun:
         coef_correct, coef_wrong = scale * (1.0 - mu), -scale * mu  # c_a / n_a for correct / wrong a
         prob = self.objective == "prob"
         kernels.write_gradient(
-            probs.contiguous().numpy(),
+            probs,
             self._draws,
             self._previous if self._has_stale else self._nothing_stale,
             coef_correct,
@@ -214,7 +227,8 @@ class CategoricalRun:
 
         Uses torch's AdamW kernel; :meth:`run` (float32) uses the compiled AdamW + softmax instead.
         """
-        mu_hat, weight = self._gradient(probs, self._measure(probs, draw=True))
+        p = probs.detach().contiguous().numpy()
+        mu_hat, weight = self._gradient(p, self._measure(p, draw=True))
         self.optimizer.step()
         dtype = self.logits.dtype
         return torch.from_numpy(mu_hat).to(dtype), torch.from_numpy(weight).to(dtype)
@@ -228,18 +242,23 @@ class CategoricalRun:
         with torch.no_grad():
             probs = torch.softmax(self.logits, dim=1)
         probs_array = probs.numpy()
+        masses_ready = False
         for t in range(steps + 1):
-            stats = self._measure(probs, draw=t < steps)
+            stats = self._measure(probs_array, draw=t < steps, masses_ready=masses_ready)
             history[:, :, t] = stats[:, : kernels.ANCHOR + 1].T
             if t == steps:
                 break
-            mu_hist[:, t], g_hist[:, t] = self._gradient(probs, stats)
+            mu_hist[:, t], g_hist[:, t] = self._gradient(probs_array, stats)
             if self._compiled_update:
-                self.optimizer.step_and_softmax(self._grad, probs_array, self._shift, self._scratch)  # new probs
+                self.optimizer.step_and_softmax(
+                    self._grad, probs_array, self._shift, self._scratch, self._chunks, self._blocks
+                )  # probs_array <- the new policy, with its chunk and block sums
+                masses_ready = True
             else:
                 self.optimizer.step()
                 with torch.no_grad():
                     probs = torch.softmax(self.logits, dim=1)
+                probs_array = probs.numpy()
             if on_step is not None:
                 on_step()
         q_pos, m_ret, anchor, mu_hist, g_hist = (torch.from_numpy(h).to(dtype) for h in (*history, mu_hist, g_hist))

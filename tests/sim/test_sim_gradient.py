@@ -243,6 +243,6 @@ def test_compiled_softmax_recovers_from_a_far_shift() -> None:
     shift = np.zeros(2)
     kernels.adamw_then_softmax(
         logits.numpy(), zeros.clone().numpy(), zeros.clone().numpy(), zeros.numpy(), probs, shift,
-        np.empty(1000, dtype=np.int32), 1, 1e-2, 0.9, 0.999, 1e-8, 0.0,
+        np.empty(1000, dtype=np.int32), *kernels.mass_buffers(2, 1000), 1, 1e-2, 0.9, 0.999, 1e-8, 0.0,
     )  # fmt: skip
     torch.testing.assert_close(torch.from_numpy(probs), torch.softmax(logits, dim=1), rtol=1e-5, atol=1e-9)
