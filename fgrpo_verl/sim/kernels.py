@@ -203,6 +203,8 @@ def measure_and_draw(
                                 while acc[0] < group_size and acc[5] < running:
                                     _take(a, pa, num_correct, row, e, scale, acc)
                                 target = acc[5] if acc[0] < group_size else np.inf
+                                if target >= inside + chunk:  # no further target in this chunk
+                                    break
                         if acc[0] < group_size and acc[5] < inside + chunk:
                             a = _last_positive(p, c, stop)
                             while acc[0] < group_size and acc[5] < inside + chunk:
