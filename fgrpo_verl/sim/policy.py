@@ -10,8 +10,12 @@ Each step draws N actions i.i.d. from pi and ascends the group-relative surrogat
 
 with g = (1 - mu_hat) ** gamma the focal weight (paper Eq. 12, from :mod:`fgrpo_verl.focal`).
 Only the per-action sample counts n_a matter, so the gradient has a closed form
-(see :func:`surrogate_gradient`) computed from a ``bincount`` -- no per-sample loop and no
-autograd graph.  Several independent runs (seeds) are rows of one ``(R, |A|)`` logit matrix.
+(see :func:`surrogate_gradient`) -- no per-sample loop and no autograd graph.  Several
+independent runs (seeds) are rows of one ``(R, |A|)`` logit matrix.
+
+The torch functions here are the readable reference forms (tested against autograd);
+:class:`~fgrpo_verl.sim.runner.CategoricalRun` runs the same maths as compiled loops
+(:mod:`fgrpo_verl.sim.kernels`) and draws with :func:`sorted_draws`.
 """
 
 from __future__ import annotations
