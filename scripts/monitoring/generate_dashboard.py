@@ -4,8 +4,9 @@
     python scripts/monitoring/generate_dashboard.py            # rewrite grafana_dashboard.json
     python scripts/monitoring/generate_dashboard.py --check    # fail if the committed JSON is stale
 
-Every query reads metrics exported by ``fgrpo_verl.telemetry`` (``fgrpo_*``); the tests
-evaluate each expression against a real Prometheus scraping a real exporter.
+Every query reads metrics exported by ``fgrpo_verl.telemetry`` (``fgrpo_*``: training steps and verl's
+validation pass@k); the tests evaluate each expression against a real Prometheus scraping a real
+exporter.
 """
 
 from __future__ import annotations
@@ -91,6 +92,14 @@ PANELS: list[tuple[str, str, str, list[tuple[str, str]], str]] = [
             (f"fgrpo_signal_kept_ratio{{{SEL}}}", "{{data_source}} signal kept"),
             ("max(fgrpo_focal_gamma)", "gamma"),
         ],
+        "timeseries",
+    ),
+    (
+        "Validation (unbiased pass@k of verl's validation rounds)",
+        "Validation pass@k (unbiased, all validation data sources)",
+        "percentunit",
+        # not filtered by $data_source: validation sets are usually named apart from the training sets
+        [("fgrpo_validation_pass_at_k_ratio", "{{data_source}} pass@{{k}}")],
         "timeseries",
     ),
     (
