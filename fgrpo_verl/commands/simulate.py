@@ -15,6 +15,11 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fgrpo_verl.sim.metrics import SimulationMetrics
+    from fgrpo_verl.sim.sweep import SweepConfig
 
 DEFAULT_METRICS_ADDR = "127.0.0.1"
 
@@ -82,7 +87,7 @@ def check_metrics_args(args: argparse.Namespace, cells: int) -> None:
         )
 
 
-def start_metrics(args: argparse.Namespace, prompts: int):
+def start_metrics(args: argparse.Namespace, prompts: int) -> SimulationMetrics:
     """The running endpoint, or a ValueError saying why it cannot serve."""
     from fgrpo_verl.sim.metrics import SimulationMetrics
 
@@ -97,7 +102,7 @@ def start_metrics(args: argparse.Namespace, prompts: int):
     return metrics
 
 
-def hold_metrics(metrics, seconds: float) -> None:
+def hold_metrics(metrics: SimulationMetrics, seconds: float) -> None:
     """Keep serving the final figures for ``seconds`` (Ctrl-C ends the wait early)."""
     if seconds <= 0:
         return
@@ -130,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _simulate(args: argparse.Namespace, config, metrics) -> None:
+def _simulate(args: argparse.Namespace, config: SweepConfig, metrics: SimulationMetrics | None) -> None:
     """Run the sweep (feeding ``metrics`` live when given), print the table and findings, write the files."""
     import torch
 

@@ -95,7 +95,7 @@ class SimulationMetrics:
         self.tracker = PromptTracker(capacity=max(1, prompts))
         self.lock = threading.Lock()
         self.figures: dict[str, dict[str, float]] = {}
-        self.exporter = Exporter(self.options, self.state)
+        self.exporter = Exporter(self.options, self.state, port_option="--metrics-port")
         self.exporter.registry.register(_SimulationCollector(self))
         self._failed = False
         self._keys: dict[str, np.ndarray] = {}  # tracker keys of each cell's seeds

@@ -317,8 +317,11 @@ def write_file_sd(path: str, target: str, labels: dict[str, str]) -> None:
 class Exporter:
     """The running HTTP endpoint (owns its registry, server thread and file_sd target)."""
 
-    def __init__(self, options: TelemetryOptions, state: MetricsState):
+    def __init__(
+        self, options: TelemetryOptions, state: MetricsState, port_option: str = "algorithm.focal.metrics.port"
+    ):
         self.options = options
+        self.port_option = port_option  # named in the log when the port is taken
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(FocalCollector(state))
         self.server = None
@@ -349,10 +352,11 @@ class Exporter:
             if exc.errno != errno.EADDRINUSE:
                 raise
             logger.error(
-                "fgrpo telemetry: port %s on %s is in use (algorithm.focal.metrics.port); serving /metrics on a "
+                "fgrpo telemetry: port %s on %s is in use (%s); serving /metrics on a "
                 "free port instead -- see the log line below and the file_sd target",
                 requested,
                 self.options.addr,
+                self.port_option,
             )
             self._serve(0)
         scheme = "https" if self.options.tls else "http"

@@ -12,6 +12,7 @@ import json
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -239,3 +240,22 @@ def test_an_address_that_cannot_be_bound_stops_before_running(tmp_path: Path, ca
     assert cli_main(["simulate", *TINY, *args]) == 2
     assert "--metrics-port/--metrics-addr: cannot serve on 192.0.2.1" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def test_a_port_in_use_falls_back_to_a_free_port_named_in_the_output(tmp_path: Path, capsys, caplog) -> None:
+    busy = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    taken = busy.getsockname()[1]
+    try:
+        args = ["--group-sizes", "8", "--gammas", "1", "--seeds", "1", "--steps", "3", "--output-dir", str(tmp_path)]
+        with caplog.at_level("ERROR"):
+            assert cli_main(["simulate", *TINY, *args, "--metrics-port", str(taken)]) == 0
+    finally:
+        busy.close()
+    assert f"port {taken} on 127.0.0.1 is in use (--metrics-port)" in caplog.text
+    printed = capsys.readouterr().out
+    served = int(printed.split("Serving the simulation's metrics at http://127.0.0.1:")[1].split("/")[0])
+    assert served != taken
+    with pytest.raises(OSError):
+        scrape(served)  # no --metrics-hold: closed when the command returns
