@@ -123,21 +123,35 @@ class CategoricalRun:
         self.optimizer.step()
         return mu_hat, weight
 
-    def run(self, steps: int, on_step: Callable[[], None] | None = None) -> CellHistory:
+    def run(
+        self,
+        steps: int,
+        on_step: Callable[[], None] | None = None,
+        on_record: Callable[[int, CellHistory], None] | None = None,
+    ) -> CellHistory:
+        """Train for ``steps`` updates.
+
+        ``on_record(t, history)`` is called for t = 0 ... steps once the state after t updates is
+        recorded: columns 0..t of q_pos / m_ret / anchor_prob and 0..t-1 of success_rate /
+        focal_weight are filled (the live figures for ``simulate --metrics-port``).
+        """
         steps = require_int("steps", steps, minimum=1)
         runs, k = len(self.seeds), self.setup.num_correct
         dtype = self.logits.dtype
         q_pos, m_ret, anchor = (torch.empty(runs, steps + 1, dtype=dtype) for _ in range(3))
         mu_hist, g_hist = torch.empty(runs, steps, dtype=dtype), torch.empty(runs, steps, dtype=dtype)
+        history = CellHistory(self.group_size, self.gamma, self.seeds, q_pos, m_ret, anchor, mu_hist, g_hist)
         for t in range(steps + 1):
             with torch.no_grad():
                 probs = torch.softmax(self.logits, dim=1)
             q_pos[:, t] = correct_mass(probs, k)
             m_ret[:, t] = retained_positive_mass(probs, self.initial_probs, k)
             anchor[:, t] = probs[:, 0]
+            if on_record is not None:
+                on_record(t, history)
             if t == steps:
                 break
             mu_hist[:, t], g_hist[:, t] = self.step(probs)
             if on_step is not None:
                 on_step()
-        return CellHistory(self.group_size, self.gamma, self.seeds, q_pos, m_ret, anchor, mu_hist, g_hist)
+        return history
