@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from reward_fns.errors import GroundTruthError, RewardInputError, RewardSettingError, UnknownDataSourceError
+from reward_fns.scoring import check_batch_lengths
 
 __all__ = [
     "IF_SOURCES",
@@ -108,8 +109,7 @@ def compute_score_batch(
     **kwargs: Any,
 ) -> list[dict[str, Any]]:
     """Score many responses, mixed sources allowed; each scorer's batch runs in parallel on all cores."""
-    if not (len(data_sources) == len(solution_strs) == len(ground_truths)):
-        raise ValueError("data_sources, solution_strs and ground_truths must have the same length")
+    check_batch_lengths(data_sources, solution_strs, ground_truths)
     infos = list(extra_infos) if extra_infos is not None else [None] * len(data_sources)
     groups: dict[str, list[int]] = {}
     for index, source in enumerate(data_sources):

@@ -58,3 +58,12 @@ def make_result(correct: bool, scheme: str, reason: str | None = None, fraction:
     # Always the same three keys: verl's reward loop takes the key set of the FIRST result of a batch
     # and indexes every other result with it (a missing key is a KeyError that stops the run).
     return {"score": score, "acc": bool(correct), "reason": "" if correct else (reason or "mismatch")}
+
+
+def check_batch_lengths(data_sources: Any, solution_strs: Any, ground_truths: Any) -> None:
+    """The batch entry points take parallel sequences: a length mismatch is a caller bug."""
+    if not (len(data_sources) == len(solution_strs) == len(ground_truths)):
+        raise ValueError(
+            f"data_sources, solution_strs and ground_truths must have the same length, got "
+            f"{len(data_sources)}, {len(solution_strs)} and {len(ground_truths)}"
+        )

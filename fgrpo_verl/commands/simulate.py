@@ -9,9 +9,19 @@ at intermediate N (the "concentration zone"), and that gamma = 1 keeps more of i
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import math
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fgrpo_verl.sim.metrics import SimulationMetrics
+    from fgrpo_verl.sim.sweep import SweepConfig
+
+DEFAULT_METRICS_ADDR = "127.0.0.1"
 
 
 def build_config(args: argparse.Namespace):
@@ -46,13 +56,87 @@ def build_config(args: argparse.Namespace):
     return replace(config, **changes) if changes else config
 
 
+def check_metrics_args(args: argparse.Namespace, cells: int) -> None:
+    """Validate --metrics-port / --metrics-addr / --metrics-hold (ValueError naming the flag and the fix)."""
+    if args.metrics_port is None:
+        for flag, value, default in (
+            ("--metrics-addr", args.metrics_addr, DEFAULT_METRICS_ADDR),
+            ("--metrics-hold", args.metrics_hold, 0.0),
+        ):
+            if value != default:
+                raise ValueError(
+                    f"{flag} needs --metrics-port: give the port to serve /metrics on, e.g. --metrics-port 9464"
+                )
+        return
+    if not 1 <= args.metrics_port <= 65535:
+        raise ValueError(f"--metrics-port must be a TCP port in [1, 65535], got {args.metrics_port}")
+    try:
+        ipaddress.ip_address(args.metrics_addr)
+    except ValueError:
+        raise ValueError(
+            f"--metrics-addr must be an IP address (127.0.0.1, 0.0.0.0 for all interfaces), got {args.metrics_addr!r}"
+        ) from None
+    if not (args.metrics_hold >= 0 and math.isfinite(args.metrics_hold)):
+        raise ValueError(f"--metrics-hold must be a number of seconds >= 0, got {args.metrics_hold}")
+    from fgrpo_verl.sim.metrics import MAX_CELLS
+
+    if cells > MAX_CELLS:
+        raise ValueError(
+            f"--metrics-port serves one data_source label per (N, gamma) cell; this sweep has {cells} cells, "
+            f"at most {MAX_CELLS} are served: pass fewer --group-sizes or --gammas"
+        )
+
+
+def start_metrics(args: argparse.Namespace, prompts: int) -> SimulationMetrics:
+    """The running endpoint, or a ValueError saying why it cannot serve."""
+    from fgrpo_verl.sim.metrics import SimulationMetrics
+
+    metrics = SimulationMetrics(args.metrics_port, args.metrics_addr, prompts=prompts)
+    try:
+        port = metrics.start()
+    except OSError as err:
+        raise ValueError(
+            f"--metrics-port/--metrics-addr: cannot serve on {args.metrics_addr}:{args.metrics_port} ({err})"
+        ) from None
+    print(f"Serving the simulation's metrics at http://{args.metrics_addr}:{port}/metrics", flush=True)
+    return metrics
+
+
+def hold_metrics(metrics: SimulationMetrics, seconds: float) -> None:
+    """Keep serving the final figures for ``seconds`` (Ctrl-C ends the wait early)."""
+    if seconds <= 0:
+        return
+    print(
+        f"Holding http://{metrics.options.addr}:{metrics.exporter.port}/metrics for {seconds:g} s "
+        "so Prometheus can scrape the final figures (Ctrl-C to stop).",
+        flush=True,
+    )
+    try:
+        time.sleep(seconds)
+    except KeyboardInterrupt:
+        print("Stopped holding the metrics endpoint.", flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         config = build_config(args)
+        check_metrics_args(args, len(config.cells))
+        metrics = None if args.metrics_port is None else start_metrics(args, len(config.cells) * len(config.seeds))
     except ValueError as err:
         print(f"fgrpo-verl simulate: error: {err}", file=sys.stderr)
         return 2
+    try:
+        _simulate(args, config, metrics)
+        if metrics is not None:
+            hold_metrics(metrics, args.metrics_hold)
+    finally:
+        if metrics is not None:
+            metrics.close()
+    return 0
 
+
+def _simulate(args: argparse.Namespace, config: SweepConfig, metrics: SimulationMetrics | None) -> None:
+    """Run the sweep (feeding ``metrics`` live when given), print the table and findings, write the files."""
     import torch
 
     from fgrpo_verl.sim.sweep import findings, run_sweep
@@ -71,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if config.reduced:
         print(f"Note: {config.reduced}")
-    result = run_sweep(config, progress=not args.no_progress, dtype=dtype)
+    on_record = None if metrics is None else metrics.observe
+    result = run_sweep(config, progress=not args.no_progress, dtype=dtype, on_record=on_record)
     print()
     print(result.table())
     print()
@@ -85,8 +170,7 @@ def run(args: argparse.Namespace) -> int:
 
         written.append(plot_trajectories(result, out / "trajectories.png"))
         written.append(plot_final_vs_group_size(result, out / "final_vs_group_size.png"))
-    print(f"\nWall time {result.seconds:.1f} s. Wrote: " + ", ".join(str(p) for p in written))
-    return 0
+    print(f"\nWall time {result.seconds:.1f} s. Wrote: " + ", ".join(str(p) for p in written), flush=True)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -123,4 +207,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNGs")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve the live figures at http://ADDR:PORT/metrics (the telemetry's Prometheus exporter and "
+        "fgrpo_* families, one data_source per cell) for the Grafana dashboard",
+    )
+    parser.add_argument(
+        "--metrics-addr",
+        default=DEFAULT_METRICS_ADDR,
+        metavar="ADDR",
+        help=f"bind address of the endpoint (default {DEFAULT_METRICS_ADDR}; 0.0.0.0 for all interfaces)",
+    )
+    parser.add_argument(
+        "--metrics-hold",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="keep serving the final figures this long after the run (default 0: close at exit; Ctrl-C ends it)",
+    )
     parser.set_defaults(func=run)

@@ -115,19 +115,31 @@ def _plot_curves(ax, ks: list[int], series: dict[str, tuple[list[float], list[fl
     ax.grid(alpha=0.3)
 
 
-def write_report(report: dict[str, Any], out_dir: str | os.PathLike, plot: bool = True) -> list[Path]:
-    """Write ``passk.json``, ``passk.md`` and (``plot``) ``passk_curves.png``; return the paths."""
+def _write_json_and_markdown(
+    out_dir: str | os.PathLike, stem: str, data: dict[str, Any], markdown: str
+) -> tuple[Path, list[Path]]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    written = [out / "passk.json", out / "passk.md"]
-    written[0].write_text(json.dumps(report, indent=2) + "\n")
-    written[1].write_text(report_markdown(report))
+    written = [out / f"{stem}.json", out / f"{stem}.md"]
+    written[0].write_text(json.dumps(data, indent=2) + "\n")
+    written[1].write_text(markdown)
+    return out, written
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # headless: CI and clusters have no display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def write_report(report: dict[str, Any], out_dir: str | os.PathLike, plot: bool = True) -> list[Path]:
+    """Write ``passk.json``, ``passk.md`` and (``plot``) ``passk_curves.png``; return the paths."""
+    out, written = _write_json_and_markdown(out_dir, "passk", report, report_markdown(report))
     if plot:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
+        plt = _pyplot()
         ks = report["ks"]
         fig, ax = plt.subplots(figsize=(7, 4.5))
         series = {}
@@ -267,17 +279,9 @@ def comparison_markdown(result: dict[str, Any]) -> str:
 
 def write_comparison(result: dict[str, Any], out_dir: str | os.PathLike, plot: bool = True) -> list[Path]:
     """Write ``compare.json``, ``compare.md`` and (``plot``) ``compare_curves.png``; return the paths."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written = [out / "compare.json", out / "compare.md"]
-    written[0].write_text(json.dumps(result, indent=2) + "\n")
-    written[1].write_text(comparison_markdown(result))
+    out, written = _write_json_and_markdown(out_dir, "compare", result, comparison_markdown(result))
     if plot:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
+        plt = _pyplot()
         ks = result["ks"]
         names = list(result["benchmarks"])
         cols = min(3, len(names))

@@ -233,19 +233,40 @@ class CategoricalRun:
         dtype = self.logits.dtype
         return torch.from_numpy(mu_hat).to(dtype), torch.from_numpy(weight).to(dtype)
 
-    def run(self, steps: int, on_step: Callable[[], None] | None = None) -> CellHistory:
+    def run(
+        self,
+        steps: int,
+        on_step: Callable[[], None] | None = None,
+        on_record: Callable[[int, CellHistory], None] | None = None,
+    ) -> CellHistory:
+        """Train for ``steps`` updates.
+
+        ``on_record(t, history)`` is called for t = 0 ... steps once the state after t updates is
+        recorded: columns 0..t of q_pos / m_ret / anchor_prob and 0..t-1 of success_rate /
+        focal_weight are filled (the live figures for ``simulate --metrics-port``).
+        """
         steps = require_int("steps", steps, minimum=1)
         runs = len(self.seeds)
         dtype = self.logits.dtype
-        history = np.empty((3, runs, steps + 1))  # Q_pos, M_ret, anchor p
-        mu_hist, g_hist = np.empty((runs, steps)), np.empty((runs, steps))
+        # NumPy arrays in the logits' dtype; the CellHistory tensors share their memory, so
+        # on_record sees the figures as they are filled.
+        np_dtype = torch.empty((), dtype=dtype).numpy().dtype
+        q_pos, m_ret, anchor = (np.empty((runs, steps + 1), dtype=np_dtype) for _ in range(3))
+        mu_hist, g_hist = np.empty((runs, steps), dtype=np_dtype), np.empty((runs, steps), dtype=np_dtype)
+        history = CellHistory(
+            self.group_size, self.gamma, self.seeds, *map(torch.from_numpy, (q_pos, m_ret, anchor, mu_hist, g_hist))
+        )
         with torch.no_grad():
             probs = torch.softmax(self.logits, dim=1)
         probs_array = probs.numpy()
         masses_ready = False
         for t in range(steps + 1):
             stats = self._measure(probs_array, draw=t < steps, masses_ready=masses_ready)
-            history[:, :, t] = stats[:, : kernels.ANCHOR + 1].T
+            q_pos[:, t] = stats[:, kernels.Q_POS]
+            m_ret[:, t] = stats[:, kernels.M_RET]
+            anchor[:, t] = stats[:, kernels.ANCHOR]
+            if on_record is not None:
+                on_record(t, history)
             if t == steps:
                 break
             mu_hist[:, t], g_hist[:, t] = self._gradient(probs_array, stats)
@@ -261,5 +282,4 @@ class CategoricalRun:
                 probs_array = probs.numpy()
             if on_step is not None:
                 on_step()
-        q_pos, m_ret, anchor, mu_hist, g_hist = (torch.from_numpy(h).to(dtype) for h in (*history, mu_hist, g_hist))
-        return CellHistory(self.group_size, self.gamma, self.seeds, q_pos, m_ret, anchor, mu_hist, g_hist)
+        return history

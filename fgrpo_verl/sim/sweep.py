@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -188,8 +188,16 @@ def findings(result: SweepResult) -> list[str]:
     return lines
 
 
-def run_sweep(config: SweepConfig, progress: bool = True, dtype: torch.dtype = torch.float32) -> SweepResult:
-    """Run every (N, gamma) cell (seeds batched) with a progress bar over all steps."""
+def run_sweep(
+    config: SweepConfig,
+    progress: bool = True,
+    dtype: torch.dtype = torch.float32,
+    on_record: Callable[[int, CellHistory], None] | None = None,
+) -> SweepResult:
+    """Run every (N, gamma) cell (seeds batched) with a progress bar over all steps.
+
+    ``on_record`` sees every cell's state after each update (see :meth:`CategoricalRun.run`).
+    """
     from tqdm import tqdm
 
     start = time.perf_counter()
@@ -200,7 +208,7 @@ def run_sweep(config: SweepConfig, progress: bool = True, dtype: torch.dtype = t
             bar.set_postfix_str(f"N={n} gamma={gamma:g}")
             cell_start = time.perf_counter()
             run = CategoricalRun(config.setup, n, gamma, config.seeds, config.optimizer, config.objective, dtype)
-            cells.append(run.run(config.steps, on_step=lambda: bar.update(1)))
+            cells.append(run.run(config.steps, on_step=lambda: bar.update(1), on_record=on_record))
             cell_seconds.append(time.perf_counter() - cell_start)
     return SweepResult(config, cells, time.perf_counter() - start, cell_seconds, str(dtype).removeprefix("torch."))
 

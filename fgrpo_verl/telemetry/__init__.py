@@ -9,9 +9,11 @@ from __future__ import annotations
 
 
 def activate() -> None:
-    """Listen to the focal estimator and hook verl's V1 trainers (see :mod:`.verl_patch`)."""
+    """Listen to the focal estimator and to verl's validation pass@k; hook verl's V1 trainers (:mod:`.verl_patch`)."""
     from fgrpo_verl.estimator import add_step_listener
+    from fgrpo_verl.evaluation.verl_validation import add_validation_listener
     from fgrpo_verl.telemetry import hub, verl_patch
 
     add_step_listener(hub.on_step)
+    add_validation_listener(hub.on_validation)
     verl_patch.install()

@@ -87,6 +87,12 @@ class MetricsState:
         self.tracker_bytes = 0
         self.errors = 0
         self.verl_scalars: dict[str, float] = {}
+        # unbiased pass@k of verl's validation rounds, per validation data_source (last round that had it)
+        self.validation_pass_at_k: dict[str, dict[int, float]] = {}
+        self.validation_problems: dict[str, int] = {}
+        self.validation_samples: dict[str, int] = {}
+        self.validation_rounds = 0
+        self.last_validation_time = float("nan")
 
     def observe_step(self, stats: StepStats, group_sources: np.ndarray, source_names: list[str], step: int) -> None:
         """Fold one step into the counters; ``group_sources[g]`` indexes ``source_names``."""
@@ -123,6 +129,18 @@ class MetricsState:
             self.evictions = evictions
             self.tracker_bytes = nbytes
 
+    def set_validation(
+        self, pass_at_k: dict[str, dict[int, float]], problems: dict[str, int], samples: dict[str, int]
+    ) -> None:
+        """Record one validation round (see :class:`fgrpo_verl.evaluation.verl_validation.ValidationPassAtK`)."""
+        values = {str(ds): {int(k): float(v) for k, v in per_k.items()} for ds, per_k in pass_at_k.items()}
+        with self.lock:
+            self.validation_pass_at_k.update(values)
+            self.validation_problems.update({str(ds): int(n) for ds, n in problems.items()})
+            self.validation_samples.update({str(ds): int(n) for ds, n in samples.items()})
+            self.validation_rounds += 1
+            self.last_validation_time = time.time()
+
     def set_verl_scalars(self, data: dict[str, Any]) -> None:
         picked = {}
         for name in VERL_SCALARS:
@@ -146,6 +164,7 @@ class FocalCollector(Collector):
             yield from self._step_metrics(s)
             yield from self._source_metrics(s)
             yield from self._tracker_metrics(s)
+            yield from self._validation_metrics(s)
 
     @staticmethod
     def _step_metrics(s: MetricsState) -> Iterator[Metric]:
@@ -234,6 +253,37 @@ class FocalCollector(Collector):
         memory = GaugeMetricFamily("fgrpo_tracker_memory_bytes", "Tracker array memory.", value=s.tracker_bytes)
         yield from (tracked, ever, now, forgotten, events, passk, evictions, memory)
 
+    @staticmethod
+    def _validation_metrics(s: MetricsState) -> Iterator[Metric]:
+        passk = GaugeMetricFamily(
+            "fgrpo_validation_pass_at_k_ratio",
+            "Unbiased pass@k (Chen et al. 2021) of the last verl validation round, k = 1, 2, 4, ..., n.",
+            labels=["data_source", "k"],
+        )
+        problems = GaugeMetricFamily(
+            "fgrpo_validation_problems", "Validation prompts in the last round.", labels=["data_source"]
+        )
+        samples = GaugeMetricFamily(
+            "fgrpo_validation_samples_per_problem",
+            "Validation samples per prompt n in the last round (the largest k reported).",
+            labels=["data_source"],
+        )
+        for name, per_k in sorted(s.validation_pass_at_k.items()):
+            for k, value in sorted(per_k.items()):
+                passk.add_metric([name, str(k)], value)
+        for name, count in sorted(s.validation_problems.items()):
+            problems.add_metric([name], count)
+        for name, count in sorted(s.validation_samples.items()):
+            samples.add_metric([name], count)
+        rounds = CounterMetricFamily("fgrpo_validation_rounds", "verl validation rounds with unbiased pass@k.")
+        rounds.add_metric([], s.validation_rounds)
+        last = GaugeMetricFamily(
+            "fgrpo_last_validation_timestamp_seconds",
+            "Unix time of the last validation round (NaN before the first).",
+            value=s.last_validation_time,
+        )
+        yield from (passk, problems, samples, rounds, last)
+
 
 def _node_ip() -> str:
     """An address other machines can reach this node on (for the file_sd target)."""
@@ -267,8 +317,11 @@ def write_file_sd(path: str, target: str, labels: dict[str, str]) -> None:
 class Exporter:
     """The running HTTP endpoint (owns its registry, server thread and file_sd target)."""
 
-    def __init__(self, options: TelemetryOptions, state: MetricsState):
+    def __init__(
+        self, options: TelemetryOptions, state: MetricsState, port_option: str = "algorithm.focal.metrics.port"
+    ):
         self.options = options
+        self.port_option = port_option  # named in the log when the port is taken
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(FocalCollector(state))
         self.server = None
@@ -299,10 +352,11 @@ class Exporter:
             if exc.errno != errno.EADDRINUSE:
                 raise
             logger.error(
-                "fgrpo telemetry: port %s on %s is in use (algorithm.focal.metrics.port); serving /metrics on a "
+                "fgrpo telemetry: port %s on %s is in use (%s); serving /metrics on a "
                 "free port instead -- see the log line below and the file_sd target",
                 requested,
                 self.options.addr,
+                self.port_option,
             )
             self._serve(0)
         scheme = "https" if self.options.tls else "http"

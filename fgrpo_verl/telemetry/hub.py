@@ -181,6 +181,20 @@ class TelemetryHub:
             out, self._pending = self._pending, {}
         return out
 
+    def on_validation(self, result: Any) -> None:
+        """Validation listener: ``result`` is a :class:`fgrpo_verl.evaluation.verl_validation.ValidationPassAtK`.
+
+        Errors are counted here and logged by the caller; validation goes on.
+        """
+        if not self.options.enable or not result.pass_at_k:
+            return
+        try:
+            self.metrics_state.set_validation(result.pass_at_k, result.problems, result.samples_per_problem)
+        except Exception:
+            with self.metrics_state.lock:
+                self.metrics_state.errors += 1
+            raise
+
     def observe_verl_metrics(self, data: dict[str, Any], step: int) -> None:
         """Mirror verl's core scalars (a fixed list) onto the endpoint."""
         self.metrics_state.set_verl_scalars(data)
@@ -236,3 +250,8 @@ def reset_hub() -> None:
 def on_step(step: Any) -> None:
     """The listener registered with the estimator."""
     get_hub().on_step(step)
+
+
+def on_validation(result: Any) -> None:
+    """The listener registered with verl's validation metrics (unbiased pass@k)."""
+    get_hub().on_validation(result)

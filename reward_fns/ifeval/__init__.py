@@ -25,7 +25,7 @@ from reward_fns.ifeval.evaluate import MODES, followed
 from reward_fns.ifeval.ground_truth import Constraint, parse_ground_truth
 from reward_fns.ifeval.registry import REGISTRY
 from reward_fns.math.extract import strip_reasoning
-from reward_fns.scoring import check_scheme, make_result, warn_unknown_kwargs
+from reward_fns.scoring import check_batch_lengths, check_scheme, make_result, warn_unknown_kwargs
 
 __all__ = ["IFEVAL_IDS", "REGISTRY", "compute_score", "compute_score_batch", "parse_ground_truth"]
 
@@ -82,8 +82,7 @@ def compute_score_batch(
 ) -> list[dict[str, Any]]:
     """Score many responses; long ones are checked in parallel in the bounded pool."""
     scheme, mode, timeout = _settings(kwargs)
-    if not (len(data_sources) == len(solution_strs) == len(ground_truths)):
-        raise ValueError("data_sources, solution_strs and ground_truths must have the same length")
+    check_batch_lengths(data_sources, solution_strs, ground_truths)
     all_constraints = [parse_ground_truth(gt) for gt in ground_truths]  # data bugs raise first
     results: list[dict[str, Any] | None] = [None] * len(solution_strs)
     pooled: list[tuple[int, tuple]] = []

@@ -23,7 +23,7 @@ from reward_fns.bounded import DEFAULT_TIMEOUT_SECONDS, _Outcome, check_timeout,
 from reward_fns.errors import GroundTruthError
 from reward_fns.math.extract import extract_answer
 from reward_fns.math.fast_compare import quick_verdict
-from reward_fns.scoring import check_scheme, make_result, warn_unknown_kwargs
+from reward_fns.scoring import check_batch_lengths, check_scheme, make_result, warn_unknown_kwargs
 
 __all__ = ["clear_verdict_cache", "compute_score", "compute_score_batch", "extract_answer", "gold_answers"]
 
@@ -146,8 +146,7 @@ def compute_score_batch(
 ) -> list[dict[str, Any]]:
     """Score many responses; the math-verify work runs in parallel on the pool's workers (all cores)."""
     scheme, timeout = _settings(kwargs)
-    if not (len(data_sources) == len(solution_strs) == len(ground_truths)):
-        raise ValueError("data_sources, solution_strs and ground_truths must have the same length")
+    check_batch_lengths(data_sources, solution_strs, ground_truths)
     golds = [gold_answers(gt) for gt in ground_truths]  # data bugs raise before any work
     results: list[dict[str, Any] | None] = [None] * len(solution_strs)
     pending: list[tuple[int, tuple[tuple[str, ...], str]]] = []

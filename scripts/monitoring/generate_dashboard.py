@@ -4,8 +4,10 @@
     python scripts/monitoring/generate_dashboard.py            # rewrite grafana_dashboard.json
     python scripts/monitoring/generate_dashboard.py --check    # fail if the committed JSON is stale
 
-Every query reads metrics exported by ``fgrpo_verl.telemetry`` (``fgrpo_*``); the tests
-evaluate each expression against a real Prometheus scraping a real exporter.
+Every query reads metrics exported by ``fgrpo_verl.telemetry`` (``fgrpo_*``: training steps, verl's
+validation pass@k, and ``fgrpo_sim_*`` from ``fgrpo-verl simulate --metrics-port``); the tests
+evaluate each expression against a real Prometheus scraping a real exporter (a training run's in
+tests/telemetry, the simulation's in tests/sim).
 """
 
 from __future__ import annotations
@@ -94,6 +96,14 @@ PANELS: list[tuple[str, str, str, list[tuple[str, str]], str]] = [
         "timeseries",
     ),
     (
+        "Validation (unbiased pass@k of verl's validation rounds)",
+        "Validation pass@k (unbiased, all validation data sources)",
+        "percentunit",
+        # not filtered by $data_source: validation sets are usually named apart from the training sets
+        [("fgrpo_validation_pass_at_k_ratio", "{{data_source}} pass@{{k}}")],
+        "timeseries",
+    ),
+    (
         "verl core scalars",
         "Reward, score and entropy",
         "short",
@@ -120,6 +130,16 @@ PANELS: list[tuple[str, str, str, list[tuple[str, str]], str]] = [
             ('fgrpo_verl_metric{name="timing_s/step"}', "step time"),
             ("time() - max(fgrpo_last_step_timestamp_seconds)", "since last step"),
             (f"60 * sum(rate(fgrpo_training_steps_total[{WINDOW}]))", "steps per minute"),
+        ],
+        "timeseries",
+    ),
+    (
+        "CPU simulation (fgrpo-verl simulate --metrics-port)",
+        "Correct mass Q_pos and retained positive mass M_ret (paper Fig. 4)",
+        "percentunit",
+        [
+            (f"fgrpo_sim_correct_mass_ratio{{{SEL}}}", "{{data_source}} Q_pos"),
+            (f"fgrpo_sim_retained_positive_mass_ratio{{{SEL}}}", "{{data_source}} M_ret"),
         ],
         "timeseries",
     ),

@@ -73,6 +73,9 @@ def test_prometheus_scrapes_known_batches_and_evaluates_dashboard(tmp_path, fres
             "fgrpo/groups/mixed": 3.0,  # not mirrored: only the fixed list of verl scalars is
         }
         hub.observe_verl_metrics(verl_scalars, 2)
+        # a validation round through verl's real metrics path (the plugin's listener feeds the hub)
+        val_metrics = _validation_round()
+        prom.wait_for("fgrpo_validation_rounds_total", lambda v: v and next(iter(v.values())) == 1.0)
 
         base = (("instance", f"127.0.0.1:{port}"), ("job", "fgrpo"))
 
@@ -105,6 +108,13 @@ def test_prometheus_scrapes_known_batches_and_evaluates_dashboard(tmp_path, fres
         # focal weights of step 2's code groups: mu = 1 -> 0, mu = 0.75 -> 0.25 ** 0.5 = 0.5
         assert prom.vector("fgrpo_focal_weight_mean_ratio")[labelled(data_source="code")] == pytest.approx(0.25)
         assert prom.vector("fgrpo_global_step")[base] == 2
+        val = prom.vector("fgrpo_validation_pass_at_k_ratio")
+        assert {dict(key)["k"] for key in val} == {"1", "2", "4"}
+        for key, value in val.items():
+            labels = dict(key)
+            assert value == pytest.approx(val_metrics[f"val-aux/{labels['data_source']}/acc/pass@{labels['k']}"])
+        assert val[labelled(data_source="aime", k="1")] == pytest.approx((0 + 1 + 3) / 12)
+        assert prom.vector("fgrpo_validation_samples_per_problem")[labelled(data_source="aime")] == 4
 
         time.sleep(3)  # several scrapes after the last step
         dashboard = json.loads((MONITORING / "grafana_dashboard.json").read_text())
@@ -117,6 +127,8 @@ def test_prometheus_scrapes_known_batches_and_evaluates_dashboard(tmp_path, fres
                 values = prom.get(f"/api/v1/label/{label}/values", **{"match[]": metric})
                 assert sorted(values["data"]) == ["code", "math"], expr
                 continue
+            if "fgrpo_sim_" in expr:  # fed by `fgrpo-verl simulate`: evaluated in tests/sim/test_sim_metrics.py
+                continue
             promql = expr.replace("$data_source", ".*").replace("$__rate_interval", "1m")
             result = prom.get("/api/v1/query_range", query=promql, start=str(end - 20), end=str(end), step="1")
             assert result["status"] == "success", (expr, result)
@@ -125,6 +137,21 @@ def test_prometheus_scrapes_known_batches_and_evaluates_dashboard(tmp_path, fres
         assert {dict(k)["name"]: v for k, v in mirrored.items()} == {
             k: v for k, v in verl_scalars.items() if not k.startswith("fgrpo/")
         }
+
+
+def _validation_round() -> dict:
+    """verl's V1 trainer turns 4 samples per prompt into validation metrics (aime: 0, 1, 3 correct; math: 4, 4)."""
+    from verl.trainer.ppo.v1 import trainer_base
+
+    data_sources, uids, acc = [], [], []
+    for source, correct in (("aime", [0, 1, 3]), ("math", [4, 4])):
+        for j, c in enumerate(correct):
+            for i in range(4):
+                data_sources.append(source)
+                uids.append(f"{source}-{j}")
+                acc.append(i < c)
+    infos = {"reward": [float(a) for a in acc], "acc": acc}
+    return trainer_base.PPOTrainer._val_metrics_update(None, data_sources, uids, infos, [])
 
 
 def test_committed_dashboard_is_generated_from_code():
