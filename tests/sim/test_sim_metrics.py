@@ -17,12 +17,10 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 import torch
-from prometheus_client.parser import text_string_to_metric_families
 
 from fgrpo_verl.cli import main as cli_main
 from fgrpo_verl.sim.metrics import SimulationMetrics, cell_label
@@ -43,14 +41,7 @@ def _load(name: str, path: Path):
 promserver = _load("_sim_promserver", REPO / "tests" / "telemetry" / "_telemetry_promserver.py")
 
 
-def scrape(port: int) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
-        text = resp.read().decode()
-    out: dict[str, dict] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            out.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
-    return out
+scrape = promserver.scrape_exporter
 
 
 def by_source(values: dict, **extra: str) -> dict[str, float]:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 START_TIMEOUT_S = 60.0
 
@@ -118,3 +119,14 @@ def running_prometheus(tmp: Path, scrape_config: dict, rule_files: list[str] | N
             proc.kill()
             proc.wait(timeout=15)
         log.close()
+
+
+def scrape_exporter(port: int) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+    """GET an exporter's /metrics on loopback: {sample name: {sorted labels: value}}."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    out: dict[str, dict] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
+    return out

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-import urllib.request
 from itertools import combinations
 
 import pytest
 from _telemetry_promserver import free_port
-from prometheus_client.parser import text_string_to_metric_families
+from _telemetry_promserver import scrape_exporter as scrape
 
 from fgrpo_verl.evaluation import verl_validation
 from fgrpo_verl.telemetry import hub as hub_module
@@ -39,16 +38,6 @@ def verl_validation_round() -> dict:
     expected = {(ds, uid): N for ds, uid in zip(data_sources, uids, strict=True)}
     update = trainer_base.PPOTrainer._val_metrics_update
     return update(None, data_sources, uids, infos, [], expected_acc_counts=expected)
-
-
-def scrape(port: int) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
-        text = resp.read().decode()
-    out: dict[str, dict] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            out.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
-    return out
 
 
 @pytest.fixture
