@@ -37,7 +37,13 @@ def run_generate(args: argparse.Namespace) -> int:
     if not args.plain_prompt:
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(str(model.tokenizer), trust_remote_code=args.trust_remote_code)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(str(model.tokenizer), trust_remote_code=args.trust_remote_code)
+        except (OSError, ValueError) as exc:
+            raise EvalInputError(
+                f"--model {args.model}: cannot load its tokenizer for the chat template ({exc}); pass a model "
+                "directory with tokenizer files, or --plain-prompt to skip the chat template"
+            ) from None
     template_kwargs = json.loads(args.chat_template_kwargs) if args.chat_template_kwargs else None
     system_prompt = args.system_prompt or None
     prompts = [gen.render_prompt(p.messages, tokenizer, system_prompt, template_kwargs) for p in problems]

@@ -69,6 +69,13 @@ def resolve_model_path(path: str | os.PathLike) -> ResolvedModel:
     """
     root = Path(path)
     if not root.exists():
+        text = str(path)
+        # A hub id is "name" or "owner/name"; anything else that is missing is a local path typo.
+        if root.is_absolute() or text.startswith((".", "~")) or text.count("/") > 1:
+            raise EvalInputError(
+                f"--model {text}: no such directory; pass a Hugging Face model directory, a verl checkpoint "
+                "directory or a hub id such as Qwen/Qwen2.5-7B"
+            )
         return ResolvedModel(root, root, "passed to vLLM as given (not a local directory: hub id?)")
     if _has_weights(root):
         return ResolvedModel(root, root, "Hugging Face model directory")

@@ -118,6 +118,28 @@ def test_resolves_hf_dirs_and_verl_checkpoint_layouts(tmp_path):
     assert gen.resolve_model_path("Qwen/Qwen2.5-7B").note.startswith("passed to vLLM")
 
 
+@pytest.mark.parametrize("missing", ["/no/such/model", "./no_such_model", "runs/a/global_step_5"])
+def test_missing_local_model_path_is_named_not_passed_to_vllm(missing):
+    with pytest.raises(EvalInputError, match=r"--model .*: no such directory"):
+        gen.resolve_model_path(missing)
+
+
+def test_generate_cli_reports_unloadable_tokenizer_without_traceback(tmp_path):
+    """A model directory without tokenizer files stops with exit 2 and the --plain-prompt hint."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"")
+    problems = tmp_path / "p.jsonl"
+    problems.write_text(json.dumps({"data_source": "math500", "prompt": "1+1?", "ground_truth": "2"}) + "\n")
+    command = [sys.executable, "-m", "fgrpo_verl.cli", "eval-passk", "generate", "--model", str(model)]
+    command += ["--data", str(problems), "--output", str(tmp_path / "s.jsonl"), "--dry-run"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr
+    assert "cannot load its tokenizer" in result.stderr and "--plain-prompt" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_loads_verl_parquet_and_jsonl_problems(tmp_path):
     write_verl_parquet(tmp_path / "aime.parquet")
     (tmp_path / "extra.jsonl").write_text(
