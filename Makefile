@@ -1,25 +1,29 @@
-# The README's commands. `make demo` and `make test` each set up .venv first (idempotent).
+# The README's commands. `make demo` and `make test` each set up .venv first (idempotent);
+# `make test` also installs the system packages its tests drive.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.fgrpo-installed
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup system-deps demo test lint clean
 
-$(STAMP): pyproject.toml constraints.txt scripts/install_system_deps.sh
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# CPU torch first, pinned: anything that lets pip choose pulls a multi-GB CUDA build.
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -c constraints.txt -e ".[test]"
-	bash scripts/install_system_deps.sh
 	touch $(STAMP)
 
-setup: $(STAMP)
+# Debian's prometheus + promtool for the telemetry tests (apt: needs root); the demo does not need them.
+system-deps:
+	bash scripts/install_system_deps.sh
+
+setup: $(STAMP) system-deps
 
 # The main job: the paper's categorical policy simulation, reduced sweep (< 5 min on 2 CPU cores),
 # writing a table, outputs/simulate/simulation.json and PNGs. `--full` is the paper's sweep.
-demo: setup
+demo: $(STAMP)
 	$(BIN)/fgrpo-verl simulate --output-dir outputs/simulate
 
 test: setup
