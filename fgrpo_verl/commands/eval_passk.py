@@ -190,7 +190,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     score.add_argument("--output", required=True, help="score JSONL to append to (already scored samples are skipped)")
     score.add_argument("--scorer", default=DEFAULT_SCORER, help="module:function or file.py:function")
     score.add_argument("--workers", type=int, default=None, help="scoring processes (default: cores - 1)")
-    score.add_argument("--timeout", type=float, default=30.0, help="seconds per sample before it counts as wrong")
+    score.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds per sample before it counts as wrong (default 30)"
+    )
     score.add_argument("--batch-size", type=int, default=16, help="samples per worker task")
     score.add_argument(
         "--mode",
@@ -207,15 +209,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         stage = stages.add_parser(name, help=help_text)
         if name == "report":
             stage.add_argument("--scores", required=True, nargs="+", help="score JSONL file(s)")
-            stage.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples")
+            stage.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
             stage.set_defaults(func=_guarded(run_report))
         else:
             stage.add_argument("--a", required=True, nargs="+", help="score JSONL file(s) of run A")
             stage.add_argument("--b", required=True, nargs="+", help="score JSONL file(s) of run B")
             stage.add_argument("--label-a", default="A")
             stage.add_argument("--label-b", default="B")
-            stage.add_argument("--m", type=int, default=256, help="samples per problem per subsample (paper: 256)")
-            stage.add_argument("--resamples", type=int, default=1000)
+            stage.add_argument(
+                "--m", type=int, default=256, help="samples per problem per subsample (default and paper: 256)"
+            )
+            stage.add_argument("--resamples", type=int, default=1000, help="subsamples (default 1000)")
             stage.add_argument("--fixed-problems", action="store_true", help="do not resample problems")
             stage.add_argument("--data-source", nargs="+", default=None, help="only these benchmarks")
             stage.set_defaults(func=_guarded(run_compare))
@@ -224,9 +228,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "--max-k",
             type=int,
             default=256,
-            help="largest k of the 1, 2, 4, ... grid (0: the largest every problem supports)",
+            help="largest k of the 1, 2, 4, ... grid (default 256; 0: the largest every problem supports)",
         )
         stage.add_argument("--ks", type=_ks, default=None, help="explicit k list, e.g. 1,8,64 (overrides --max-k)")
-        stage.add_argument("--confidence", type=float, default=0.95)
+        stage.add_argument("--confidence", type=float, default=0.95, help="CI level (default 0.95)")
         stage.add_argument("--seed", type=int, default=0)
         stage.add_argument("--no-plot", action="store_true")

@@ -197,7 +197,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--lr", type=float, default=1e-2, help="AdamW learning rate (default 1e-2)")
     parser.add_argument("--weight-decay", type=float, default=0.0, help="AdamW decoupled weight decay (default 0)")
-    parser.add_argument("--output-dir", default="outputs/simulate", help="JSON and PNGs go here")
+    parser.add_argument(
+        "--output-dir", default="outputs/simulate", help="JSON and PNGs go here (default outputs/simulate)"
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1, fastest here)")
     parser.add_argument(
         "--dtype",
