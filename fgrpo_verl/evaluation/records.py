@@ -147,5 +147,5 @@ def check_enough_samples(tables: dict[str, ProblemCounts], k: int, what: str = "
                 raise EvalInputError(
                     f"{where}: problem {problem_id!r} ({data_source}) has {n} scored samples (field "
                     f"'sample_index') but {what}={k} needs at least {k}; generate/score more samples or "
-                    f"lower --max-k"
+                    f"lower {'--m' if what == 'm' else '--max-k (or pass --ks)'}"
                 )

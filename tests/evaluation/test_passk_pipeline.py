@@ -236,6 +236,14 @@ def test_compare_rejects_mismatched_problem_ids(tmp_path):
         compare_runs([tmp_path / "a.jsonl"], [tmp_path / "c.jsonl"], m=4)
 
 
+def test_too_few_samples_names_the_flag_to_lower(tmp_path):
+    write_scores(tmp_path / "a.jsonl", {"bench/0": (4, 1)})
+    with pytest.raises(EvalInputError, match=r"m=8 needs at least 8; generate/score more samples or lower --m$"):
+        compare_runs([tmp_path / "a.jsonl"], [tmp_path / "a.jsonl"], m=8)
+    with pytest.raises(EvalInputError, match=r"k=8 needs at least 8; .* lower --max-k \(or pass --ks\)$"):
+        passk_report([tmp_path / "a.jsonl"], max_k=8)
+
+
 def test_write_report_without_plot(tmp_path):
     write_scores(tmp_path / "s.jsonl", {"x/0": (2, 1)})
     paths = write_report(passk_report([tmp_path / "s.jsonl"], max_k=2, n_resamples=10), tmp_path / "r", plot=False)
