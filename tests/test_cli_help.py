@@ -68,3 +68,18 @@ def test_documented_commands_exist():
         for stage in re.findall(r"(?:^\s*|`)fgrpo-verl\s+eval-passk\s+([a-z]+)", text, re.M):
             assert stage in stage_action.choices, f"{doc.name} mentions `eval-passk {stage}`, not a stage"
     assert set(commands) <= mentioned, f"undocumented commands: {set(commands) - mentioned}"
+
+
+def test_demo_estimator_rejects_bad_arguments_before_importing_verl():
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    for flag, value in (("--gamma", "-1"), ("--gamma", "nan"), ("--group-size", "1")):
+        proc = subprocess.run(
+            [sys.executable, "-m", "fgrpo_verl.cli", "demo-estimator", flag, value],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+            env=env,
+        )
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert f"argument {flag}: must be" in proc.stderr and "Traceback" not in proc.stderr
