@@ -70,11 +70,15 @@ def test_documented_commands_exist():
     assert set(commands) <= mentioned, f"undocumented commands: {set(commands) - mentioned}"
 
 
-def test_demo_estimator_rejects_bad_arguments_before_importing_verl():
+def test_bad_numeric_arguments_are_argument_errors_not_tracebacks():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    for flag, value in (("--gamma", "-1"), ("--gamma", "nan"), ("--group-size", "1")):
+    cases = [("demo-estimator", "--gamma", "-1"), ("demo-estimator", "--gamma", "nan")]
+    cases += [("demo-estimator", "--group-size", "1"), ("analyze-rollouts", "--gamma", "-1")]
+    cases += [("analyze-rollouts", "--success-threshold", "nan")]
+    for command, flag, value in cases:
+        extra = [str(ROOT)] if command == "analyze-rollouts" else []
         proc = subprocess.run(
-            [sys.executable, "-m", "fgrpo_verl.cli", "demo-estimator", flag, value],
+            [sys.executable, "-m", "fgrpo_verl.cli", command, *extra, flag, value],
             capture_output=True,
             text=True,
             timeout=120,
