@@ -75,10 +75,15 @@ def test_bad_numeric_arguments_are_argument_errors_not_tracebacks():
     cases = [("demo-estimator", "--gamma", "-1"), ("demo-estimator", "--gamma", "nan")]
     cases += [("demo-estimator", "--group-size", "1"), ("analyze-rollouts", "--gamma", "-1")]
     cases += [("analyze-rollouts", "--success-threshold", "nan")]
+    report = ["eval-passk", "report", "--scores", "s.jsonl", "--out-dir", "out"]
+    compare = ["eval-passk", "compare", "--a", "a.jsonl", "--b", "b.jsonl", "--out-dir", "out"]
+    cases += [(report, "--confidence", "2"), (report, "--resamples", "0"), (compare, "--m", "0")]
+    cases += [(["eval-passk", "score", "--samples", "s.jsonl", "--output", "o.jsonl"], "--scorer-kwargs", "{bad")]
     for command, flag, value in cases:
-        extra = [str(ROOT)] if command == "analyze-rollouts" else []
+        command = command if isinstance(command, list) else [command]
+        extra = [str(ROOT)] if command == ["analyze-rollouts"] else []
         proc = subprocess.run(
-            [sys.executable, "-m", "fgrpo_verl.cli", command, *extra, flag, value],
+            [sys.executable, "-m", "fgrpo_verl.cli", *command, *extra, flag, value],
             capture_output=True,
             text=True,
             timeout=120,

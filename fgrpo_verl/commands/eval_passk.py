@@ -15,6 +15,33 @@ import sys
 from fgrpo_verl.evaluation.records import EvalInputError
 
 
+def _json_object(text: str) -> str:
+    """A JSON object (kept as text; parsed where it is used)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(
+            f"must be a JSON object such as '{{\"key\": 1}}', got {text!r} ({exc})"
+        ) from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"must be a JSON object such as '{{\"key\": 1}}', got {text!r}")
+    return text
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text}")
+    return value
+
+
+def _confidence(text: str) -> float:
+    value = float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be in the open interval (0, 1), e.g. 0.95, got {text}")
+    return value
+
+
 def _ks(text: str) -> list[int]:
     try:
         return [int(part) for part in text.split(",") if part.strip()]
@@ -175,7 +202,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--gpu-memory-utilization", type=float, default=0.9)
     gen.add_argument("--problems-per-call", type=int, default=8, help="problems per vLLM call (= per write)")
     gen.add_argument("--system-prompt", default=PAPER_SYSTEM_PROMPT, help="'' for none (default: the paper's)")
-    gen.add_argument("--chat-template-kwargs", default=None, help="JSON, e.g. '{\"enable_thinking\": true}'")
+    gen.add_argument(
+        "--chat-template-kwargs", type=_json_object, default=None, help="JSON, e.g. '{\"enable_thinking\": true}'"
+    )
     gen.add_argument("--plain-prompt", action="store_true", help="skip the chat template: plain role: content text")
     gen.add_argument("--trust-remote-code", action="store_true")
     gen.add_argument("--limit", type=int, default=None, help="first N problems only")
@@ -201,7 +230,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="batch: the scorer module's compute_score_batch (auto-selected if present); pool: process pool here",
     )
     score.add_argument(
-        "--scorer-kwargs", default=None, help="JSON passed to every call, e.g. '{\"timeout_seconds\": 10}'"
+        "--scorer-kwargs",
+        type=_json_object,
+        default=None,
+        help="JSON passed to every call, e.g. '{\"timeout_seconds\": 10}'",
     )
     score.set_defaults(func=_guarded(run_score))
 
@@ -209,7 +241,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         stage = stages.add_parser(name, help=help_text)
         if name == "report":
             stage.add_argument("--scores", required=True, nargs="+", help="score JSONL file(s)")
-            stage.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
+            stage.add_argument(
+                "--resamples", type=_positive_int, default=2000, help="bootstrap resamples (default 2000)"
+            )
             stage.set_defaults(func=_guarded(run_report))
         else:
             stage.add_argument("--a", required=True, nargs="+", help="score JSONL file(s) of run A")
@@ -217,9 +251,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             stage.add_argument("--label-a", default="A")
             stage.add_argument("--label-b", default="B")
             stage.add_argument(
-                "--m", type=int, default=256, help="samples per problem per subsample (default and paper: 256)"
+                "--m",
+                type=_positive_int,
+                default=256,
+                help="samples per problem per subsample (default and paper: 256)",
             )
-            stage.add_argument("--resamples", type=int, default=1000, help="subsamples (default 1000)")
+            stage.add_argument("--resamples", type=_positive_int, default=1000, help="subsamples (default 1000)")
             stage.add_argument("--fixed-problems", action="store_true", help="do not resample problems")
             stage.add_argument("--data-source", nargs="+", default=None, help="only these benchmarks")
             stage.set_defaults(func=_guarded(run_compare))
@@ -231,6 +268,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             help="largest k of the 1, 2, 4, ... grid (default 256; 0: the largest every problem supports)",
         )
         stage.add_argument("--ks", type=_ks, default=None, help="explicit k list, e.g. 1,8,64 (overrides --max-k)")
-        stage.add_argument("--confidence", type=float, default=0.95, help="CI level (default 0.95)")
+        stage.add_argument("--confidence", type=_confidence, default=0.95, help="CI level (default 0.95)")
         stage.add_argument("--seed", type=int, default=0)
         stage.add_argument("--no-plot", action="store_true")
