@@ -34,7 +34,9 @@ def run(args: argparse.Namespace) -> int:
 
     import fgrpo_verl.plugin  # noqa: F401 -- registers focal_grpo (also done by `import verl`)
 
-    algorithm = OmegaConf.create({"norm_adv_by_std_in_grpo": True, "focal": {"gamma": args.gamma}})
+    # Telemetry off: no trainer here, so it would only warn that per-prompt tracking is unavailable.
+    focal = {"gamma": args.gamma, "metrics": {"enable": False}}
+    algorithm = OmegaConf.create({"norm_adv_by_std_in_grpo": True, "focal": focal})
     group_size = args.group_size
     rows = {}
     for name in ("grpo", "focal_grpo"):
