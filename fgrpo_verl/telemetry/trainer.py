@@ -144,8 +144,10 @@ class FocalTelemetryTrainerMixin:
 
     def _load_checkpoint(self) -> None:
         super()._load_checkpoint()
+        if self._fgrpo_hub is None:  # not a focal run, or telemetry off: verl's method only
+            return
         folder = self._fgrpo_resume_folder()
-        if self._fgrpo_hub is not None and folder is not None:
+        if folder is not None:
             try:
                 if self._fgrpo_hub.load_state(folder):
                     logger.info("fgrpo telemetry: prompt tracker restored from %s", folder)
