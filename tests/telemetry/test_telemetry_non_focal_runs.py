@@ -34,14 +34,15 @@ def fresh_hub():
     hub_module.reset_hub()
 
 
-def hooked_and_verls_sync_trainer() -> tuple[type, type]:
+def hooked_and_verls_trainer(mode: str = "sync") -> tuple[type, type]:
+    """The class verl's registry hands out for ``mode`` (hooked) and verl's own class it extends."""
     from verl.trainer.ppo.v1 import get_trainer_cls
-    from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
-    hooked = get_trainer_cls("sync")
-    assert issubclass(hooked, FocalTelemetryTrainerMixin) and hooked is not PPOTrainerSync
-    assert not issubclass(PPOTrainerSync, FocalTelemetryTrainerMixin)
-    return hooked, PPOTrainerSync
+    hooked = get_trainer_cls(mode)
+    verls = hooked.__bases__[1]
+    assert issubclass(hooked, FocalTelemetryTrainerMixin) and hooked.__bases__[0] is FocalTelemetryTrainerMixin
+    assert not issubclass(verls, FocalTelemetryTrainerMixin) and verls.__module__.startswith("verl.trainer.ppo.v1.")
+    return hooked, verls
 
 
 def run_one_step(cls: type, ckpt_dir: str, estimator: str, overrides: tuple[str, ...] = ()):
@@ -56,9 +57,9 @@ def files_under(folder: str) -> list[str]:
     return sorted(os.path.relpath(os.path.join(d, f), folder) for d, _, fs in os.walk(folder) for f in fs)
 
 
-@pytest.mark.parametrize("estimator", ["grpo", "rloo"])
-def test_non_focal_step_matches_verls_unhooked_trainer(tmp_path, estimator):
-    hooked, verls = hooked_and_verls_sync_trainer()
+@pytest.mark.parametrize(("mode", "estimator"), [("sync", "grpo"), ("sync", "rloo"), ("colocate_async", "grpo")])
+def test_non_focal_step_matches_verls_unhooked_trainer(tmp_path, mode, estimator):
+    hooked, verls = hooked_and_verls_trainer(mode)
     threads_before = {t.ident for t in threading.enumerate()}
 
     trainer, metrics, rows = run_one_step(hooked, str(tmp_path / "hooked"), estimator)
@@ -79,7 +80,7 @@ def test_non_focal_step_matches_verls_unhooked_trainer(tmp_path, estimator):
 
 
 def test_non_focal_checkpoint_and_resume_are_verls_own(tmp_path):
-    hooked, verls = hooked_and_verls_sync_trainer()
+    hooked, verls = hooked_and_verls_trainer()
     for name, cls in (("hooked", hooked), ("verl", verls)):
         trainer, _, _ = run_one_step(cls, str(tmp_path / name), "grpo")
         trainer._save_checkpoint()
@@ -97,7 +98,7 @@ def test_non_focal_checkpoint_and_resume_are_verls_own(tmp_path):
 def test_non_focal_logger_is_verls_tracking(tmp_path):
     from verl.utils.tracking import Tracking
 
-    hooked, _ = hooked_and_verls_sync_trainer()
+    hooked, _ = hooked_and_verls_trainer()
     trainer = make_trainer(str(tmp_path / "ckpt"), MemoryKV(), estimator="grpo", trainer_cls=hooked)
     tracking = Tracking(project_name="p", experiment_name="e", default_backend=["console"])
     trainer.logger = tracking
@@ -108,7 +109,7 @@ def test_non_focal_logger_is_verls_tracking(tmp_path):
 
 def test_focal_with_metrics_disabled_adds_nothing(tmp_path):
     """``+algorithm.focal.metrics.enable=false``: no fgrpo/* keys, no tracker file, no endpoint, no files checked."""
-    hooked, _ = hooked_and_verls_sync_trainer()
+    hooked, _ = hooked_and_verls_trainer()
     missing = str(tmp_path / "no-such-cert.pem")
     overrides = (
         "+algorithm.focal.metrics.enable=false",
