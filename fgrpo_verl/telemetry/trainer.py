@@ -74,9 +74,12 @@ class FocalTelemetryTrainerMixin:
         if not uses_focal_estimator(config):
             return
         options = parse_options(settings_from_algorithm_config(config.algorithm).metrics)
+        hub = get_hub()
+        # Configured even when off: the estimator's listener then skips every step, also in a process
+        # whose hub an earlier run switched on.
+        hub.configure(options)
         if options.enable:
-            self._fgrpo_hub = get_hub()
-            self._fgrpo_hub.configure(options)
+            self._fgrpo_hub = hub
 
     # ---------------------------------------------------------- prompt identity
     def _fetch_one_gen_batch(self) -> Any:

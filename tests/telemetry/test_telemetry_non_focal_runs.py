@@ -130,6 +130,18 @@ def test_focal_with_metrics_disabled_adds_nothing(tmp_path):
     assert {t.ident for t in threading.enumerate()} == threads_before
 
 
+def test_focal_with_metrics_disabled_after_an_enabled_run_in_the_same_process(tmp_path):
+    hooked, _ = hooked_and_verls_trainer()
+    hub_module.get_hub().configure({})  # an earlier focal_grpo run of this process had telemetry on
+    trainer, metrics, _ = run_one_step(
+        hooked, str(tmp_path / "ckpt"), "focal_grpo", ("+algorithm.focal.metrics.enable=false",)
+    )
+    hub = hub_module.get_hub()
+    assert trainer._fgrpo_hub is None and not hub.options.enable
+    assert hub.tracker.size == 0 and hub.last_stats is None and hub.drain_logger_metrics() == {}
+    assert not any(k.startswith("fgrpo/") for k in metrics)
+
+
 def validation_lists(n: int = 4):
     data_sources, uids, acc = [], [], []
     for j, correct in enumerate([0, 1, 3]):
