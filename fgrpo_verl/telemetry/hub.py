@@ -237,6 +237,11 @@ _HUB_LOCK = threading.Lock()
 _PENDING_VALIDATION: Any = None
 
 
+def discard_pending_validation() -> None:
+    """Forget a kept validation round (a new run starts; see :func:`on_validation`)."""
+    _take_pending_validation()
+
+
 def _take_pending_validation() -> Any:
     global _PENDING_VALIDATION
     with _HUB_LOCK:

@@ -27,7 +27,7 @@ from typing import Any
 
 from fgrpo_verl.settings import settings_from_algorithm_config
 from fgrpo_verl.startup_check import uses_focal_estimator
-from fgrpo_verl.telemetry.hub import TelemetryHub, get_hub
+from fgrpo_verl.telemetry.hub import TelemetryHub, discard_pending_validation, get_hub
 from fgrpo_verl.telemetry.identity import UNKNOWN_DATA_SOURCE
 from fgrpo_verl.telemetry.options import parse_options
 
@@ -74,6 +74,7 @@ class FocalTelemetryTrainerMixin:
         if not uses_focal_estimator(config):
             return
         options = parse_options(settings_from_algorithm_config(config.algorithm).metrics)
+        discard_pending_validation()  # this run has not validated yet: a kept round is an earlier run's
         hub = get_hub()
         # Configured even when off: the estimator's listener then skips every step, also in a process
         # whose hub an earlier run switched on.

@@ -172,7 +172,7 @@ def test_validation_adds_only_pass_at_k_keys_and_no_telemetry(monkeypatch):
     assert hub_module._HUB is None  # a non-focal run's validation creates no telemetry
 
 
-def test_validation_before_the_hub_is_configured_is_recorded_on_configuration():
+def test_validation_before_the_hub_is_configured_is_recorded_on_configuration(tmp_path):
     """A focal run without trainer hooks configures its hub at the first estimator step, after val_before_train."""
     result = verl_validation.ValidationPassAtK({"aime": {1: 0.25}}, {"aime": 3}, {"aime": 4})
     hub_module.on_validation(result)
@@ -182,6 +182,12 @@ def test_validation_before_the_hub_is_configured_is_recorded_on_configuration():
     assert hub.metrics_state.validation_rounds == 1
     hub_module.on_validation(result)
     assert hub.metrics_state.validation_rounds == 2
+
+    # a focal run with trainer hooks starts after a non-focal run's validation: not its round
+    hub_module.reset_hub()
+    hub_module.on_validation(result)
+    trainer = make_trainer(str(tmp_path / "ckpt"), MemoryKV(), trainer_cls=hooked_and_verls_trainer()[0])
+    assert trainer._fgrpo_hub is not None and trainer._fgrpo_hub.metrics_state.validation_rounds == 0
 
     hub_module.reset_hub()
     hub_module.on_validation(result)
