@@ -70,6 +70,12 @@ class TelemetryHub:
         self._configured = True
         if options.endpoint_enabled and self.exporter is None:
             self.start_endpoint()
+        pending = _take_pending_validation()
+        if pending is not None:
+            try:  # a validation round that ran before this hub was configured (val_before_train)
+                self.on_validation(pending)
+            except Exception:
+                logger.exception("fgrpo telemetry: recording an earlier validation round failed; training continues")
 
     def start_endpoint(self) -> int | None:
         """Start the Prometheus endpoint; a failure is logged and training goes on without it."""
@@ -227,6 +233,20 @@ class TelemetryHub:
 
 _HUB: TelemetryHub | None = None
 _HUB_LOCK = threading.Lock()
+# The last validation round seen while no configured hub existed (see on_validation).
+_PENDING_VALIDATION: Any = None
+
+
+def discard_pending_validation() -> None:
+    """Forget a kept validation round (a new run starts; see :func:`on_validation`)."""
+    _take_pending_validation()
+
+
+def _take_pending_validation() -> Any:
+    global _PENDING_VALIDATION
+    with _HUB_LOCK:
+        pending, _PENDING_VALIDATION = _PENDING_VALIDATION, None
+    return pending
 
 
 def get_hub() -> TelemetryHub:
@@ -240,11 +260,12 @@ def get_hub() -> TelemetryHub:
 
 def reset_hub() -> None:
     """Close and forget the process's hub (tests, or a second training run in one process)."""
-    global _HUB
+    global _HUB, _PENDING_VALIDATION
     with _HUB_LOCK:
         if _HUB is not None:
             _HUB.close()
         _HUB = None
+        _PENDING_VALIDATION = None
 
 
 def on_step(step: Any) -> None:
@@ -253,5 +274,16 @@ def on_step(step: Any) -> None:
 
 
 def on_validation(result: Any) -> None:
-    """The listener registered with verl's validation metrics (unbiased pass@k)."""
-    get_hub().on_validation(result)
+    """The listener registered with verl's validation metrics (unbiased pass@k).
+
+    Every verl run validates through here, focal or not, so this never creates a hub: only a hub
+    that a focal run has configured (trainer hooks at start-up, else the first estimator step)
+    records the round.  Until then the latest round is only kept, and recorded on configuration.
+    """
+    global _PENDING_VALIDATION
+    with _HUB_LOCK:
+        hub = _HUB if _HUB is not None and _HUB._configured else None
+        if hub is None:
+            _PENDING_VALIDATION = result
+            return
+    hub.on_validation(result)

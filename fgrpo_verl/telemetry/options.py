@@ -134,6 +134,8 @@ def parse_options(raw: Any, check_files: bool = True) -> TelemetryOptions:
             f"valid keys are {', '.join(_key(k) for k in KNOWN_KEYS)}"
         )
     enable = _as_bool(raw.get("enable", True), "enable")
+    # enable=false turns telemetry off: its files are never opened, so a missing one must not stop a run.
+    check_files = check_files and enable
     port = raw.get("port")
     if port is not None:
         port = _as_int(port, "port", 1, 65535, "use a free TCP port, e.g. +algorithm.focal.metrics.port=9464")

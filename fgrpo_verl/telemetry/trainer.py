@@ -27,7 +27,7 @@ from typing import Any
 
 from fgrpo_verl.settings import settings_from_algorithm_config
 from fgrpo_verl.startup_check import uses_focal_estimator
-from fgrpo_verl.telemetry.hub import TelemetryHub, get_hub
+from fgrpo_verl.telemetry.hub import TelemetryHub, discard_pending_validation, get_hub
 from fgrpo_verl.telemetry.identity import UNKNOWN_DATA_SOURCE
 from fgrpo_verl.telemetry.options import parse_options
 
@@ -74,9 +74,13 @@ class FocalTelemetryTrainerMixin:
         if not uses_focal_estimator(config):
             return
         options = parse_options(settings_from_algorithm_config(config.algorithm).metrics)
+        discard_pending_validation()  # this run has not validated yet: a kept round is an earlier run's
+        hub = get_hub()
+        # Configured even when off: the estimator's listener then skips every step, also in a process
+        # whose hub an earlier run switched on.
+        hub.configure(options)
         if options.enable:
-            self._fgrpo_hub = get_hub()
-            self._fgrpo_hub.configure(options)
+            self._fgrpo_hub = hub
 
     # ---------------------------------------------------------- prompt identity
     def _fetch_one_gen_batch(self) -> Any:
@@ -144,8 +148,10 @@ class FocalTelemetryTrainerMixin:
 
     def _load_checkpoint(self) -> None:
         super()._load_checkpoint()
+        if self._fgrpo_hub is None:  # not a focal run, or telemetry off: verl's method only
+            return
         folder = self._fgrpo_resume_folder()
-        if self._fgrpo_hub is not None and folder is not None:
+        if folder is not None:
             try:
                 if self._fgrpo_hub.load_state(folder):
                     logger.info("fgrpo telemetry: prompt tracker restored from %s", folder)

@@ -70,8 +70,18 @@ def dataset_rows(n: int) -> list[dict]:
     ]
 
 
-def make_trainer(ckpt_dir: str, kv: MemoryKV, overrides: tuple[str, ...] = (), resume_mode: str = "disable"):
-    """verl's registered ``sync`` trainer, built from verl's composed config."""
+def make_trainer(
+    ckpt_dir: str,
+    kv: MemoryKV,
+    overrides: tuple[str, ...] = (),
+    resume_mode: str = "disable",
+    estimator: str = "focal_grpo",
+    trainer_cls: type | None = None,
+):
+    """verl's registered ``sync`` trainer (or ``trainer_cls``), built from verl's composed config.
+
+    ``estimator`` is ``algorithm.adv_estimator``; ``+algorithm.focal.gamma=0.5`` is set only for focal_grpo.
+    """
     from torchdata.stateful_dataloader import StatefulDataLoader
     from verl.trainer.ppo.v1 import get_trainer_cls, trainer_base
     from verl.utils.dataset.rl_dataset import collate_fn
@@ -80,19 +90,19 @@ def make_trainer(ckpt_dir: str, kv: MemoryKV, overrides: tuple[str, ...] = (), r
 
     cfg = compose_verl_config(
         [
-            "algorithm.adv_estimator=focal_grpo",
+            f"algorithm.adv_estimator={estimator}",
             "actor_rollout_ref.rollout.name=vllm",
             f"actor_rollout_ref.rollout.n={N_ROLLOUTS}",
             "data.train_batch_size=6",
             f"trainer.default_local_dir={ckpt_dir}",
             f"trainer.resume_mode={resume_mode}",
-            "+algorithm.focal.gamma=0.5",
+            *(["+algorithm.focal.gamma=0.5"] if estimator == "focal_grpo" else []),
             *overrides,
         ]
     )
     OmegaConf.resolve(cfg)
     trainer_base.tq = kv  # the stand-in (see the module docstring)
-    trainer = get_trainer_cls("sync")(cfg)
+    trainer = (trainer_cls or get_trainer_cls("sync"))(cfg)
     trainer.actor_rollout_wg = WorkerGroupStandIn()
     trainer.train_dataloader = StatefulDataLoader(dataset_rows(12), batch_size=6, collate_fn=collate_fn)
     trainer.train_dataloader_it = None
