@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 import sys
 from pathlib import Path
+
+from fgrpo_verl.commands.arg_types import finite_float, focal_gamma
 
 STEP_COLUMNS = (
     "step",
@@ -33,20 +34,6 @@ STEP_COLUMNS = (
 )
 
 
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
-    return value
-
-
-def _gamma(text: str) -> float:
-    value = _finite(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0 (0 = plain GRPO), got {text}")
-    return value
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "analyze-rollouts",
@@ -62,8 +49,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="binary",
         help="reward scheme of the run, as algorithm.focal.rewards (sets the success threshold)",
     )
-    p.add_argument("--success-threshold", type=_finite, default=None, help="a response is correct iff score >= this")
-    p.add_argument("--gamma", type=_gamma, default=0.5, help="focal exponent for the weight statistics (default 0.5)")
+    p.add_argument(
+        "--success-threshold", type=finite_float, default=None, help="a response is correct iff score >= this"
+    )
+    p.add_argument(
+        "--gamma", type=focal_gamma, default=0.5, help="focal exponent for the weight statistics (default 0.5)"
+    )
     p.add_argument("--data-source-field", default=None, help="dump field holding the data_source, if any")
     p.add_argument("--no-plots", action="store_true", help="write the CSV tables only")
     p.set_defaults(func=run)

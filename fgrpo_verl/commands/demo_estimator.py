@@ -8,7 +8,8 @@ call site twice -- ``grpo`` and ``focal_grpo`` -- and the table shows how the fo
 from __future__ import annotations
 
 import argparse
-import math
+
+from fgrpo_verl.commands.arg_types import focal_gamma, int_at_least
 
 
 def build_batch(group_size: int = 8, response_len: int = 4):
@@ -54,22 +55,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _gamma(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0 (0 = plain GRPO), got {text}")
-    return value
-
-
-def _group_size(text: str) -> int:
-    value = int(text)
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 2 (a group-relative advantage needs 2), got {text}")
-    return value
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("demo-estimator", help="show focal_grpo vs grpo in verl's compute_advantage")
-    parser.add_argument("--gamma", type=_gamma, default=0.5, help="focal exponent (default 0.5)")
-    parser.add_argument("--group-size", type=_group_size, default=8, help="rollouts per prompt (default 8)")
+    parser.add_argument("--gamma", type=focal_gamma, default=0.5, help="focal exponent (default 0.5)")
+    parser.add_argument(
+        "--group-size",
+        type=int_at_least(2, "a group-relative advantage needs 2"),
+        default=8,
+        help="rollouts per prompt (default 8)",
+    )
     parser.set_defaults(func=run)

@@ -12,7 +12,10 @@ import argparse
 import json
 import sys
 
+from fgrpo_verl.commands.arg_types import int_at_least
 from fgrpo_verl.evaluation.records import EvalInputError
+
+positive_int = int_at_least(1)
 
 
 def _json_object(text: str) -> str:
@@ -26,13 +29,6 @@ def _json_object(text: str) -> str:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"must be a JSON object such as '{{\"key\": 1}}', got {text!r}")
     return text
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text}")
-    return value
 
 
 def _confidence(text: str) -> float:
@@ -242,7 +238,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         if name == "report":
             stage.add_argument("--scores", required=True, nargs="+", help="score JSONL file(s)")
             stage.add_argument(
-                "--resamples", type=_positive_int, default=2000, help="bootstrap resamples (default 2000)"
+                "--resamples", type=positive_int, default=2000, help="bootstrap resamples (default 2000)"
             )
             stage.set_defaults(func=_guarded(run_report))
         else:
@@ -252,11 +248,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             stage.add_argument("--label-b", default="B")
             stage.add_argument(
                 "--m",
-                type=_positive_int,
+                type=positive_int,
                 default=256,
                 help="samples per problem per subsample (default and paper: 256)",
             )
-            stage.add_argument("--resamples", type=_positive_int, default=1000, help="subsamples (default 1000)")
+            stage.add_argument("--resamples", type=positive_int, default=1000, help="subsamples (default 1000)")
             stage.add_argument("--fixed-problems", action="store_true", help="do not resample problems")
             stage.add_argument("--data-source", nargs="+", default=None, help="only these benchmarks")
             stage.set_defaults(func=_guarded(run_compare))
